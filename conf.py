@@ -1,0 +1,84 @@
+"""Sphinx configuration shared by the Chinese and English builds.
+
+The book is two Sphinx builds (``docs/zh`` and ``docs/en``) made by
+``tools/build_book.py``, which sets ``MHA_BOOK_LANG``. Notebook kernels
+inherit that variable; pages read it through ``mha_book.book_language()``.
+"""
+
+import os
+import sys
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+
+import book_build  # noqa: E402
+
+LANG = os.environ.get("MHA_BOOK_LANG")
+if LANG not in ("zh", "en"):
+    raise RuntimeError(
+        f"MHA_BOOK_LANG must be 'zh' or 'en', got {LANG!r}; build with `make html`"
+    )
+OTHER = {"zh": "en", "en": "zh"}[LANG]
+
+project = {"zh": "多头注意力：从公式到 PyTorch", "en": "Multi-Head Attention, from Formula to PyTorch"}[LANG]
+author = "mha_book"
+copyright = f"{date.today().year}, mha_book"
+language = {"zh": "zh_CN", "en": "en"}[LANG]
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx_copybutton",
+    "book_build",
+]
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+suppress_warnings = []
+nitpicky = False
+
+# --- MyST and notebook execution -------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+nb_execution_mode = "cache"
+nb_execution_cache_path = book_build.execution_cache_path(LANG)
+nb_execution_raise_on_error = True  # a raising cell fails the build ...
+nb_execution_allow_errors = False  # ... unless tagged "raises-exception"
+nb_output_stderr = "warn"  # stderr output becomes a warning, -W makes it fatal
+nb_execution_timeout = 180
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+# --- autodoc ----------------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+
+# --- HTML -------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = project
+html_favicon = "docs/_static/favicon.svg"
+templates_path = ["docs/_templates"]
+html_static_path = ["docs/_static", book_build.offline_mathjax_dir()]
+html_css_files = ["book.css"]
+mathjax_path = "mathjax/tex-chtml.js"
+html_search_language = "zh" if LANG == "zh" else "en"
+html_copy_source = True
+html_show_sourcelink = True
+html_last_updated_fmt = "%Y-%m-%d"
+html_context = {
+    "book_lang": LANG,
+    "book_other_lang": OTHER,
+    "book_other_label": {"zh": "English", "en": "中文"}[LANG],
+    "book_hreflang": {"zh": "zh-CN", "en": "en"},
+}
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "article_header_end": ["lang-switch.html", "article-header-buttons.html"],
+}

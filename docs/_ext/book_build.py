@@ -1,0 +1,156 @@
+"""Sphinx extension with the book's build machinery.
+
+* ``execution_cache_path``: the myst-nb cache directory, keyed by a digest of
+  the ``mha_book`` sources and the locked dependency versions, so a change to
+  the package re-executes every page while a rebuild with no change executes
+  nothing.
+* ``ChineseQuerySearch``: Chinese search that also segments the reader's
+  query in the browser (greedy longest match against the index), so
+  多头注意力 typed without spaces finds the pages that contain it.
+* ``offline_mathjax_dir``: the MathJax 3 files served from the site itself.
+* the execution report: after each build, ``_build/exec/<lang>.json`` lists
+  every page's last execution (runtime, method) and whether this build read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import json
+import logging
+import shutil
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from sphinx.search.zh import SearchChinese
+
+ROOT = Path(__file__).resolve().parents[2]
+# Tests build small books elsewhere by setting MHA_BOOK_BUILD_DIR.
+BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
+
+
+# --- cache key -------------------------------------------------------------
+def execution_digest(root: Path = ROOT) -> str:
+    """Digest of everything that can change what a code cell prints."""
+    h = hashlib.sha256()
+    files = sorted((root / "mha_book").rglob("*.py"))
+    files += [root / "constraints.txt", root / "pyproject.toml"]
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+def execution_cache_path(lang: str) -> str:
+    """Return this language's cache directory and remove stale siblings."""
+    base = BUILD / "jupyter_cache"
+    current = base / f"{lang}-{execution_digest()}"
+    if base.is_dir():
+        for old in base.glob(f"{lang}-*"):
+            if old != current:
+                shutil.rmtree(old, ignore_errors=True)
+    return str(current)
+
+
+# --- Chinese search --------------------------------------------------------
+SPLIT_QUERY_JS = r"""
+function splitQuery(query) {
+  const index = (typeof Search !== "undefined" && Search._index) ? Search._index : null;
+  const has = (obj, w) => obj && Object.prototype.hasOwnProperty.call(obj, w);
+  const known = (w) => index && (has(index.terms, w) || has(index.titleterms, w));
+  const out = [];
+  const parts = query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)
+    .filter((t) => t);
+  for (const part of parts) {
+    for (const run of part.match(/\p{Script=Han}+|[^\p{Script=Han}]+/gu) || []) {
+      if (!/\p{Script=Han}/u.test(run) || !index) { out.push(run); continue; }
+      // Greedy longest match against the words the index holds.
+      let i = 0;
+      while (i < run.length) {
+        let j = run.length;
+        while (j > i + 1 && !known(run.slice(i, j))) j--;
+        const word = run.slice(i, j);
+        if (j > i + 1 || known(word)) out.push(word);
+        i = j;
+      }
+    }
+  }
+  return out;
+}
+"""
+
+
+class ChineseQuerySearch(SearchChinese):
+    """Chinese search whose browser side segments queries typed without spaces."""
+
+    js_splitter_code = SPLIT_QUERY_JS
+
+
+# --- offline MathJax -------------------------------------------------------
+MATHJAX_PARTS = ["tex-chtml.js", "output/chtml", "input/tex/extensions", "a11y", "ui", "adaptors"]
+
+
+def offline_mathjax_dir() -> str:
+    """Copy the needed MathJax 3 files once into _build/static_mathjax/mathjax."""
+    dist = metadata.distribution("sphinx-mathjax-offline")
+    src = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
+    dest_root = BUILD / "static_mathjax"
+    stamp = dest_root / f".from-{dist.version}"
+    if not stamp.exists():
+        shutil.rmtree(dest_root, ignore_errors=True)
+        for part in MATHJAX_PARTS:
+            s, d = src / part, dest_root / "mathjax" / part
+            d.parent.mkdir(parents=True, exist_ok=True)
+            if s.is_dir():
+                shutil.copytree(s, d)
+            else:
+                shutil.copy2(s, d)
+        stamp.touch()
+    return str(dest_root)
+
+
+# --- execution report ------------------------------------------------------
+def _note_read(app, env, docnames):
+    env.book_read_this_build = sorted(docnames)
+    env.book_build_started = time.time()
+
+
+def _write_exec_report(app, exception):
+    if exception is not None:
+        return
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    read = set(getattr(app.env, "book_read_this_build", []))
+    started = getattr(app.env, "book_build_started", float("inf"))
+    pages = {}
+    for docname in sorted(app.env.found_docs):
+        data = NbMetadataCollector.get_exec_data(app.env, docname)
+        if data is None:
+            continue
+        pages[docname] = {
+            "runtime": data.get("runtime"),
+            "method": data.get("method"),
+            "succeeded": data.get("succeeded"),
+            "read_this_build": docname in read,
+            # A cache hit reports the time its entry was made, before this build.
+            "executed_this_build": docname in read and data.get("mtime", 0) >= started,
+        }
+    out = BUILD / "exec" / f"{app.config.language.split('_')[0]}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(pages, indent=1), encoding="utf-8")
+
+
+def setup(app):
+    try:
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+    except ImportError:  # pragma: no cover
+        pass
+    app.add_search_language(ChineseQuerySearch)
+    app.connect("env-before-read-docs", _note_read)
+    app.connect("build-finished", _write_exec_report)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

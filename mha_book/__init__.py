@@ -1,0 +1,32 @@
+"""mha_book: multi-head attention from scratch in PyTorch.
+
+The package behind the bilingual book: every page imports it, so every shape,
+number and figure in the book comes from this code.
+
+Legend used throughout: B batch, H heads, T query length, S key length,
+D head dim, E = H * D embedding dim.
+"""
+
+from mha_book.attention import scaled_dot_product_attention
+from mha_book.book import book_language
+from mha_book.heads import merge_heads, split_heads
+from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
+from mha_book.module import MultiHeadAttention
+from mha_book.plot import plot_attention
+from mha_book.trace import ShapeTrace, trace_shapes
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MultiHeadAttention",
+    "ShapeTrace",
+    "book_language",
+    "causal_mask",
+    "flip_mask_convention",
+    "merge_heads",
+    "padding_mask",
+    "plot_attention",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "trace_shapes",
+]

@@ -1,0 +1,51 @@
+"""The build's language: the one place a page asks "zh or en?".
+
+The book is built twice from two source trees (``docs/zh`` and ``docs/en``)
+whose code cells are identical. A cell that needs language-specific labels
+(for example the tokens of a heatmap) calls :func:`book_language` instead of
+forking the code. The build sets the environment variable ``MHA_BOOK_LANG``
+(see ``conf.py``); every notebook kernel inherits it.
+"""
+
+from __future__ import annotations
+
+import os
+
+LANG_ENV_VAR = "MHA_BOOK_LANG"
+LANGUAGES = ("zh", "en")
+
+
+def book_language(default: str = "en") -> str:
+    """Return the language of the book being built: ``"zh"`` or ``"en"``.
+
+    Outside a book build (a plain Python session) the ``default`` is returned.
+
+    Args:
+        default: language to use when ``MHA_BOOK_LANG`` is not set.
+
+    Returns:
+        ``"zh"`` or ``"en"``.
+
+    Raises:
+        ValueError: if ``MHA_BOOK_LANG`` (or ``default``) is another value.
+
+    Example:
+        >>> book_language() in ("zh", "en")
+        True
+    """
+    lang = os.environ.get(LANG_ENV_VAR, default)
+    if lang not in LANGUAGES:
+        raise ValueError(
+            f"{LANG_ENV_VAR} must be one of {LANGUAGES}, got {lang!r}"
+        )
+    return lang
+
+
+def pick(zh: object, en: object) -> object:
+    """Return ``zh`` or ``en`` according to :func:`book_language`.
+
+    Example:
+        >>> pick("注意力", "attention") in ("注意力", "attention")
+        True
+    """
+    return zh if book_language() == "zh" else en

@@ -1,0 +1,160 @@
+"""Attention heatmaps (taught in chapter 05-verification).
+
+matplotlib is imported lazily, inside the functions, so ``import mha_book``
+stays light. The first call registers the Noto Sans CJK font shipped by the
+``noto-cjk-sans-otc`` package and puts it after DejaVu Sans in the font
+fallback list: Latin text keeps DejaVu Sans, Chinese glyphs come from Noto
+Sans CJK SC, and no "Glyph missing from font" warning is emitted.
+
+Every figure is a ``matplotlib.figure.Figure`` that is not registered with
+pyplot, so a notebook shows it once (when it is the cell's value) and no
+figure leaks between cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+CJK_FAMILY = "Noto Sans CJK SC"
+_fonts_ready = False
+
+
+def setup_fonts() -> None:
+    """Register the CJK font with matplotlib and set the fallback order.
+
+    Safe to call many times; the work is done once per process.
+
+    Example:
+        >>> setup_fonts()
+        >>> import matplotlib
+        >>> matplotlib.rcParams["font.sans-serif"][:2]
+        ['DejaVu Sans', 'Noto Sans CJK SC']
+    """
+    global _fonts_ready
+    if _fonts_ready:
+        return
+    import matplotlib
+    from matplotlib import font_manager
+    from noto_cjk_sans_otc import FONT_PATH
+
+    font_manager.fontManager.addfont(str(FONT_PATH))
+    families = ["DejaVu Sans", CJK_FAMILY]
+    rest = [f for f in matplotlib.rcParams["font.sans-serif"] if f not in families]
+    matplotlib.rcParams["font.family"] = "sans-serif"
+    matplotlib.rcParams["font.sans-serif"] = families + rest
+    _fonts_ready = True
+
+
+def new_figure(**kwargs) -> Figure:
+    """Return a new constrained-layout Figure with the book's fonts set up.
+
+    Keyword arguments go to ``matplotlib.figure.Figure``.
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> type(fig).__name__
+        'Figure'
+    """
+    setup_fonts()
+    from matplotlib.figure import Figure
+
+    kwargs.setdefault("layout", "constrained")
+    return Figure(**kwargs)
+
+
+def plot_attention(
+    weights: torch.Tensor,
+    q_tokens: Sequence[str] | None = None,
+    k_tokens: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    ncols: int = 4,
+    cmap: str = "Blues",
+    cell_size: float = 0.45,
+    annotate: bool = False,
+) -> Figure:
+    """Draw attention weights as heatmaps: one head, or a grid of heads.
+
+    Rows are queries, columns are keys, so row ``i`` shows where query token
+    ``i`` looks.
+
+    Args:
+        weights: (T, S) for one head or (H, T, S) for a grid of H heads.
+            Take one batch element first, e.g. ``weights[0]``.
+        q_tokens: T labels for the rows (query tokens), or None for indices.
+        k_tokens: S labels for the columns (key tokens); defaults to
+            ``q_tokens`` when T == S.
+        titles: one title per head; defaults to "head 0", "head 1", ...
+        ncols: number of columns of the grid.
+        cmap: matplotlib colour map.
+        cell_size: inches per heatmap cell.
+        annotate: write each weight (two decimals) into its cell.
+
+    Shape:
+        - weights: (T, S) or (H, T, S)
+
+    Returns:
+        A ``matplotlib.figure.Figure``.
+
+    Example:
+        >>> w = torch.softmax(torch.randn(2, 3, 4), dim=-1)
+        >>> fig = plot_attention(w, ["a", "b", "c"], ["w", "x", "y", "z"])
+        >>> len(fig.axes)  # two heatmaps and one colour bar
+        3
+    """
+    if not isinstance(weights, torch.Tensor):
+        raise TypeError(f"weights must be a torch.Tensor, got {type(weights).__name__}")
+    if weights.dim() == 2:
+        weights = weights.unsqueeze(0)  # (1, T, S)
+    if weights.dim() != 3:
+        raise ValueError(
+            "weights must have shape (T, S) or (H, T, S), "
+            f"got {weights.dim()} dims with shape {tuple(weights.shape)}"
+        )
+    num_heads, T, S = weights.shape
+    if k_tokens is None and q_tokens is not None and T == S:
+        k_tokens = q_tokens
+    _check_labels("q_tokens", q_tokens, T)
+    _check_labels("k_tokens", k_tokens, S)
+    if titles is None:
+        titles = [f"head {h}" for h in range(num_heads)] if num_heads > 1 else [""]
+    _check_labels("titles", titles, num_heads)
+    if ncols < 1:
+        raise ValueError(f"ncols must be >= 1, got {ncols}")
+
+    ncols = min(ncols, num_heads)
+    nrows = -(-num_heads // ncols)
+    width = max(2.5, cell_size * S + 1.2) * ncols + 0.8
+    height = max(2.2, cell_size * T + 1.0) * nrows
+    fig = new_figure(figsize=(width, height))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    data = weights.detach().to("cpu", torch.float64).numpy()
+    image = None
+    for h, ax in enumerate(axes.flat):
+        if h >= num_heads:
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(data[h], cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_title(titles[h], fontsize=10)
+        ax.set_xticks(range(S), k_tokens if k_tokens is not None else range(S))
+        ax.set_yticks(range(T), q_tokens if q_tokens is not None else range(T))
+        ax.tick_params(axis="x", labelrotation=45 if k_tokens is not None else 0)
+        if annotate:
+            for i in range(T):
+                for j in range(S):
+                    value = data[h, i, j]
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center",
+                            fontsize=7, color="white" if value > 0.6 else "black")
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
+    return fig
+
+
+def _check_labels(name: str, labels: Sequence[str] | None, expected: int) -> None:
+    if labels is not None and len(labels) != expected:
+        raise ValueError(f"{name} must have {expected} labels, got {len(labels)}")

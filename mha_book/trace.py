@@ -1,0 +1,189 @@
+"""The shape of every stage of one multi-head attention forward pass.
+
+Taught in chapter 04-implementation (the shape table) and used in chapter
+07-troubleshooting to locate a shape error.
+
+Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D;
+``kdim`` / ``vdim`` are the key / value features when they differ from E.
+
+:func:`trace_shapes` runs the same steps as
+:meth:`MultiHeadAttention.forward <mha_book.module.MultiHeadAttention.forward>`
+with the same functions (the projections, :func:`split_heads`, the kernel,
+:func:`merge_heads`) and checks that its output matches the module's, so the
+table cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mha_book._checks import fmt_shape
+from mha_book.attention import scaled_dot_product_attention
+from mha_book.heads import merge_heads, split_heads
+from mha_book.module import MultiHeadAttention
+
+__all__ = ["ShapeTrace", "trace_shapes"]
+
+
+class ShapeTrace:
+    """Stage-by-stage shapes of a forward pass: rows of (stage, symbolic, shape).
+
+    Args:
+        rows: ``(stage, symbolic, shape)`` triples in forward order.
+        sizes: The concrete sizes of the symbols, e.g. ``{"B": 2, "H": 8, ...}``.
+
+    Example:
+        >>> tr = ShapeTrace([("scores", "(B, H, T, S)", (2, 8, 10, 12))], {"B": 2})
+        >>> tr["scores"]
+        torch.Size([2, 8, 10, 12])
+        >>> print(tr)
+        stage   symbolic      shape
+        ------  ------------  --------------
+        scores  (B, H, T, S)  (2, 8, 10, 12)
+    """
+
+    def __init__(self, rows, sizes: dict[str, int] | None = None) -> None:
+        self.rows = tuple((str(n), str(sym), torch.Size(shape)) for n, sym, shape in rows)
+        self.sizes = dict(sizes or {})
+
+    @property
+    def stages(self) -> list[str]:
+        """Stage names in forward order."""
+        return [name for name, _, _ in self.rows]
+
+    def __getitem__(self, stage: str) -> torch.Size:
+        for name, _, shape in self.rows:
+            if name == stage:
+                return shape
+        raise KeyError(f"stage must be one of {self.stages}, got {stage!r}")
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def as_dict(self) -> dict[str, tuple[int, ...]]:
+        """``{stage: shape tuple}`` in forward order."""
+        return {name: tuple(shape) for name, _, shape in self.rows}
+
+    def _cells(self) -> list[tuple[str, str, str]]:
+        return [(name, sym, fmt_shape(shape)) for name, sym, shape in self.rows]
+
+    def __str__(self) -> str:
+        header = ("stage", "symbolic", "shape")
+        cells = self._cells()
+        widths = [max(len(r[i]) for r in [header, *cells]) for i in range(3)]
+        lines = [header, tuple("-" * w for w in widths), *cells]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+    __repr__ = __str__
+
+    def to_markdown(self) -> str:
+        """The table as GitHub/MyST markdown.
+
+        Example:
+            >>> print(ShapeTrace([("merged", "(B, T, E)", (2, 10, 512))]).to_markdown())
+            | stage | symbolic | shape |
+            |---|---|---|
+            | merged | `(B, T, E)` | `(2, 10, 512)` |
+        """
+        lines = ["| stage | symbolic | shape |", "|---|---|---|"]
+        lines += [f"| {n} | `{sym}` | `{shape}` |" for n, sym, shape in self._cells()]
+        return "\n".join(lines)
+
+
+def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Tensor | None = None,
+                 value: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> ShapeTrace:
+    """Record the shape of each stage of ``module(query, key, value, mask)``.
+
+    Args:
+        module: The attention module to trace.
+        query: Queries.
+        key: Keys; default ``query`` (self-attention).
+        value: Values; default ``key``.
+        mask: Optional bool mask, True = may attend.
+
+    Shape:
+        As :meth:`MultiHeadAttention.forward <mha_book.module.MultiHeadAttention.forward>`.
+        The stages are ``query, key, value, q_proj, k_proj, v_proj, q_heads,
+        k_heads, v_heads, scores, weights, context, merged, output``.
+
+    Returns:
+        A :class:`ShapeTrace`.
+
+    Raises:
+        TypeError: If ``module`` is not a :class:`MultiHeadAttention`; otherwise
+            the module's own input errors.
+        RuntimeError: If the traced steps disagree with ``module``'s output
+            (the trace has drifted from the module's code).
+
+    Example:
+        >>> mha = MultiHeadAttention(512, 8)
+        >>> x, memory = torch.randn(2, 10, 512), torch.randn(2, 12, 512)
+        >>> tr = trace_shapes(mha, x, memory)
+        >>> tr["scores"]
+        torch.Size([2, 8, 10, 12])
+        >>> print(tr)
+        stage    symbolic      shape
+        -------  ------------  --------------
+        query    (B, T, E)     (2, 10, 512)
+        key      (B, S, E)     (2, 12, 512)
+        value    (B, S, E)     (2, 12, 512)
+        q_proj   (B, T, E)     (2, 10, 512)
+        k_proj   (B, S, E)     (2, 12, 512)
+        v_proj   (B, S, E)     (2, 12, 512)
+        q_heads  (B, H, T, D)  (2, 8, 10, 64)
+        k_heads  (B, H, S, D)  (2, 8, 12, 64)
+        v_heads  (B, H, S, D)  (2, 8, 12, 64)
+        scores   (B, H, T, S)  (2, 8, 10, 12)
+        weights  (B, H, T, S)  (2, 8, 10, 12)
+        context  (B, H, T, D)  (2, 8, 10, 64)
+        merged   (B, T, E)     (2, 10, 512)
+        output   (B, T, E)     (2, 10, 512)
+    """
+    if not isinstance(module, MultiHeadAttention):
+        raise TypeError(f"module must be a mha_book.MultiHeadAttention, got {type(module).__name__}")
+    key = query if key is None else key
+    value = key if value is None else value
+    bt = (lambda s: f"(B, {s}, ") if module.batch_first else (lambda s: f"({s}, B, ")
+    kdim = "E" if module.kdim == module.embed_dim else "kdim"
+    vdim = "E" if module.vdim == module.embed_dim else "vdim"
+    dropout_p = module.dropout if module.training else 0.0
+
+    with torch.no_grad():
+        expected, _ = module(query, key, value, mask)  # validates the inputs, too
+        rows = [("query", bt("T") + "E)", query.shape), ("key", bt("S") + kdim + ")", key.shape),
+                ("value", bt("S") + vdim + ")", value.shape)]
+        if not module.batch_first:
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        # the steps of MultiHeadAttention.forward, one row each
+        q = module.q_proj(query)  # (B, T, E)
+        k = module.k_proj(key)  # (B, S, E)
+        v = module.v_proj(value)  # (B, S, E)
+        rows += [("q_proj", "(B, T, E)", q.shape), ("k_proj", "(B, S, E)", k.shape),
+                 ("v_proj", "(B, S, E)", v.shape)]
+        q = split_heads(q, module.num_heads)  # (B, H, T, D)
+        k = split_heads(k, module.num_heads)  # (B, H, S, D)
+        v = split_heads(v, module.num_heads)  # (B, H, S, D)
+        rows += [("q_heads", "(B, H, T, D)", q.shape), ("k_heads", "(B, H, S, D)", k.shape),
+                 ("v_heads", "(B, H, S, D)", v.shape)]
+        scores = q @ k.transpose(-2, -1)  # (B, H, T, S), step 1 of the kernel
+        context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        rows += [("scores", "(B, H, T, S)", scores.shape), ("weights", "(B, H, T, S)", weights.shape),
+                 ("context", "(B, H, T, D)", context.shape)]
+        merged = merge_heads(context)  # (B, T, E)
+        output = module.out_proj(merged)  # (B, T, E)
+        if not module.batch_first:
+            output = output.transpose(0, 1)  # (T, B, E)
+        rows += [("merged", "(B, T, E)", merged.shape), ("output", bt("T") + "E)", output.shape)]
+
+    same = output.shape == expected.shape and (
+        dropout_p > 0.0 or torch.allclose(output, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+    )
+    if not same:
+        raise RuntimeError("trace_shapes disagrees with module(...): the trace has drifted from "
+                           "MultiHeadAttention.forward")
+    B, H, T, D = q.shape
+    sizes = {"B": B, "H": H, "T": T, "S": k.shape[-2], "D": D, "E": module.embed_dim}
+    return ShapeTrace(rows, sizes)

@@ -1,0 +1,129 @@
+"""The build is strict and its cache never goes stale.
+
+Each test builds a one-page book in a scratch copy of the repository's build
+machinery (the real conf.py, extension, templates and build script), so what
+passes or fails here is exactly what passes or fails in `make html`.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COPY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
+        "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+HEADER = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
+
+
+def cell(source: str, tags: str = "") -> str:
+    opts = f":tags: [{tags}]\n" if tags else ""
+    return f"```{{code-cell}} ipython3\n{opts}{source}\n```\n\n"
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    for name in COPY:
+        src, dst = ROOT / name, tmp_path / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dst)
+    return tmp_path
+
+
+def build(repo: Path, *cells: str, langs=("zh",)):
+    """Write the one-page book in every language, build it, return the result."""
+    for lang in ("zh", "en"):
+        page = repo / "docs" / lang / "index.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(HEADER + "".join(cells), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "tools/build_book.py", "--langs", *langs],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )
+
+
+def executed(repo: Path, lang="zh") -> bool:
+    report = json.loads((repo / "_build/exec" / f"{lang}.json").read_text(encoding="utf-8"))
+    return report["index"]["executed_this_build"]
+
+
+def test_a_clean_page_builds_and_shows_its_output(scratch):
+    result = build(scratch, cell("print(6 * 7)"))
+    assert result.returncode == 0, result.stdout
+    html = (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
+    assert "42" in html
+    assert '<html lang="zh-CN"' in html
+
+
+def test_a_raising_cell_fails_the_build(scratch):
+    result = build(scratch, cell("raise RuntimeError('shape claim broken')"))
+    assert result.returncode != 0
+    assert "shape claim broken" in result.stdout
+    assert "build FAILED" in result.stdout
+
+
+def test_stderr_output_fails_the_build(scratch):
+    result = build(scratch, cell("import sys\nprint('careful', file=sys.stderr)"))
+    assert result.returncode != 0
+    assert "stderr" in result.stdout.lower()
+
+
+def test_a_python_warning_fails_the_build(scratch):
+    result = build(scratch, cell("import warnings\nwarnings.warn('deprecated thing')"))
+    assert result.returncode != 0
+    assert "deprecated thing" in result.stdout
+
+
+def test_chinese_without_the_cjk_font_fails_and_with_it_passes(scratch):
+    bare = cell(
+        "from matplotlib.figure import Figure\n"
+        "fig = Figure()\nfig.add_subplot().set_title('注意力')\nfig.savefig('/dev/null', format='png')"
+    )
+    result = build(scratch, bare)
+    assert result.returncode != 0
+    assert "missing from font" in result.stdout
+    with_font = cell(
+        "from mha_book.plot import new_figure\n"
+        "fig = new_figure()\nfig.add_subplot().set_title('注意力')\nfig"
+    )
+    result = build(scratch, with_font)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_cell_tagged_raises_exception_may_raise(scratch):
+    result = build(scratch, cell("raise ValueError('expected failure shown to the reader')",
+                                 tags="raises-exception"))
+    assert result.returncode == 0, result.stdout
+    html = (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
+    assert "expected failure shown to the reader" in html
+
+
+def test_cache_reexecutes_only_when_the_package_changes(scratch):
+    page = cell("import mha_book\nprint('ran')")
+    first = build(scratch, page)
+    assert first.returncode == 0, first.stdout
+    assert executed(scratch)
+
+    again = build(scratch, page)
+    assert again.returncode == 0, again.stdout
+    assert not executed(scratch), "a rebuild with no change executed the page"
+
+    module = scratch / "mha_book" / "book.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    changed = build(scratch, page)
+    assert changed.returncode == 0, changed.stdout
+    assert executed(scratch), "changing mha_book did not re-execute the page"
+
+
+def test_parity_problems_stop_the_build(scratch):
+    (scratch / "docs/zh").mkdir(parents=True)
+    (scratch / "docs/zh/extra.md").write_text("# only zh\n", encoding="utf-8")
+    result = build(scratch, cell("print(1)"))
+    assert result.returncode != 0
+    assert "extra.md: exists in docs/zh only" in result.stdout
