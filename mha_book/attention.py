@@ -128,21 +128,25 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(scale)
 
     # --- 1. scores: how well each query matches each key ---
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T, S)
+    # Scaling q (T·D numbers) rather than the scores (T·S numbers) saves a pass.
+    scores = (q * scale) @ k.transpose(-2, -1)  # (..., T, S)
 
     # --- 2. mask: blocked keys get -inf, so softmax gives them weight 0 ---
     empty = None
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))  # (..., T, S)
-        empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1) rows with no allowed key
-        # A row of -inf would give softmax 0/0 = NaN; fill it with finite values
-        # here and zero its weights below, so values and gradients stay finite.
-        scores = scores.masked_fill(empty, 0.0)  # (..., T, S)
+        empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with no allowed key
+        if empty.any():
+            # A row of -inf gives softmax 0/0 = NaN: make it finite here and zero
+            # its weights after the softmax, so values and gradients stay finite.
+            scores = scores.masked_fill(empty, 0.0)  # (..., T, S)
+        else:
+            empty = None
 
     # --- 3. softmax over the keys ---
     weights = torch.softmax(scores, dim=-1)  # (..., T, S)
     if empty is not None:
-        weights = weights.masked_fill(empty, 0.0)  # (..., T, S) fully masked rows -> 0
+        weights = weights.masked_fill(empty, 0.0)  # (..., T, S): fully masked rows -> 0
 
     # --- 4. dropout on the weights (only when dropout_p > 0) ---
     if dropout_p > 0.0:

@@ -33,7 +33,7 @@ def setup_fonts() -> None:
     Example:
         >>> setup_fonts()
         >>> import matplotlib
-        >>> matplotlib.rcParams["font.sans-serif"][:2]
+        >>> matplotlib.rcParams["font.family"]
         ['DejaVu Sans', 'Noto Sans CJK SC']
     """
     global _fonts_ready
@@ -44,11 +44,26 @@ def setup_fonts() -> None:
     from noto_cjk_sans_otc import FONT_PATH
 
     font_manager.fontManager.addfont(str(FONT_PATH))
+    # Per-glyph fallback walks the families listed in font.family (a generic
+    # alias such as "sans-serif" resolves to one font only).
     families = ["DejaVu Sans", CJK_FAMILY]
+    matplotlib.rcParams["font.family"] = families
     rest = [f for f in matplotlib.rcParams["font.sans-serif"] if f not in families]
-    matplotlib.rcParams["font.family"] = "sans-serif"
     matplotlib.rcParams["font.sans-serif"] = families + rest
+    _register_notebook_display()
     _fonts_ready = True
+
+
+def _register_notebook_display() -> None:
+    """Let a notebook show a bare Figure (one not made by pyplot) as a PNG."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import select_figure_formats
+    except ImportError:  # pragma: no cover - IPython is optional
+        return
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        select_figure_formats(shell, {"png"}, dpi=110, bbox_inches="tight")
 
 
 def new_figure(**kwargs) -> Figure:

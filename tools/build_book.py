@@ -44,7 +44,6 @@ def build_env(lang: str, build: Path) -> dict[str, str]:
     env.setdefault("MKL_NUM_THREADS", "1")
     env["PYTHONHASHSEED"] = "0"
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
-    env["MPLBACKEND"] = "Agg"
     return env
 
 

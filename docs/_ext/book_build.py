@@ -36,7 +36,8 @@ def execution_digest(root: Path = ROOT) -> str:
     """Digest of everything that can change what a code cell prints."""
     h = hashlib.sha256()
     files = sorted((root / "mha_book").rglob("*.py"))
-    files += [root / "constraints.txt", root / "pyproject.toml"]
+    # The build script sets the kernels' environment (threads, language).
+    files += [root / "constraints.txt", root / "pyproject.toml", root / "tools" / "build_book.py"]
     for path in files:
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
