@@ -134,17 +134,20 @@ def scaled_dot_product_attention(
     # --- 2. mask: blocked keys get -inf, so softmax gives them weight 0 ---
     empty = None
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # (..., T, S)
+        scores.masked_fill_(~mask, float("-inf"))  # (..., T, S), in place: scores is ours
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with no allowed key
         if empty.any():
             # A row of -inf gives softmax 0/0 = NaN: make it finite here and zero
             # its weights after the softmax, so values and gradients stay finite.
-            scores = scores.masked_fill(empty, 0.0)  # (..., T, S)
+            scores.masked_fill_(empty, 0.0)  # (..., T, S)
         else:
             empty = None
 
     # --- 3. softmax over the keys ---
-    weights = torch.softmax(scores, dim=-1)  # (..., T, S)
+    if scores.requires_grad:
+        weights = torch.softmax(scores, dim=-1)  # (..., T, S)
+    else:  # no autograd: reuse the scores' memory instead of allocating another (T, S)
+        weights = torch.softmax(scores, dim=-1, out=scores)  # (..., T, S)
     if empty is not None:
         weights = weights.masked_fill(empty, 0.0)  # (..., T, S): fully masked rows -> 0
 

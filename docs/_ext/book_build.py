@@ -24,6 +24,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.search.zh import SearchChinese
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +145,19 @@ def _write_exec_report(app, exception):
     out.write_text(json.dumps(pages, indent=1), encoding="utf-8")
 
 
+# --- stderr shown in the build log ------------------------------------------
+def _report_stderr(app, doctree):
+    """Say what a cell wrote to stderr (myst-nb's own warning only counts it)."""
+    from sphinx.util import logging as sphinx_logging
+
+    logger = sphinx_logging.getLogger(__name__)
+    for node in doctree.findall(nodes.Element):
+        if "stderr" not in node["classes"]:
+            continue
+        text = node.astext().strip()
+        logger.warning("a code cell wrote to stderr:\n%s", text[:2000], location=node)
+
+
 def setup(app):
     try:
         import jieba
@@ -153,5 +167,6 @@ def setup(app):
         pass
     app.add_search_language(ChineseQuerySearch)
     app.connect("env-before-read-docs", _note_read)
+    app.connect("doctree-read", _report_stderr)
     app.connect("build-finished", _write_exec_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
