@@ -66,6 +66,8 @@ html_static_path = ["docs/_static", book_build.offline_mathjax_dir()]
 html_css_files = ["book.css"]
 mathjax_path = "mathjax/tex-chtml.js"
 html_search_language = "zh" if LANG == "zh" else "en"
+# Domain words for jieba, so 多头注意力 and friends are indexed as words.
+html_search_options = {"dict": str(ROOT / "docs" / "_ext" / "jieba_terms.txt")} if LANG == "zh" else {}
 html_copy_source = True
 html_show_sourcelink = True
 html_last_updated_fmt = "%Y-%m-%d"

@@ -1,0 +1,137 @@
+"""Checks on the built site (`make html` output): languages, switcher, offline, search."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+LANG_ATTR = {"zh": "zh-CN", "en": "en"}
+SKIP = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+def pages(site: Path, lang: str) -> list[Path]:
+    root = site / lang
+    return sorted(p for p in root.rglob("*.html")
+                  if p.name not in SKIP and not p.relative_to(root).parts[0].startswith("_"))
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def search_index(site: Path, lang: str) -> dict:
+    text = read(site / lang / "searchindex.js")
+    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+
+
+def test_both_trees_have_the_same_pages(site):
+    zh = [p.relative_to(site / "zh") for p in pages(site, "zh")]
+    en = [p.relative_to(site / "en") for p in pages(site, "en")]
+    assert zh == en
+    assert Path("index.html") in zh and Path("01-overview.html") in zh
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_page_declares_its_language(site, lang):
+    for page in pages(site, lang):
+        assert f'<html lang="{LANG_ATTR[lang]}"' in read(page), page
+
+
+@pytest.mark.parametrize("lang,other", [("zh", "en"), ("en", "zh")])
+def test_switcher_leads_to_the_same_page_in_the_other_language(site, lang, other):
+    for page in pages(site, lang):
+        html = read(page)
+        links = re.findall(r'class="btn btn-sm book-lang-switch"[^>]*href="([^"]+)"', html, re.S)
+        assert len(links) == 1, f"{page}: expected one language switch, found {len(links)}"
+        target = (page.parent / links[0]).resolve()
+        expected = (site / other / page.relative_to(site / lang)).resolve()
+        assert target == expected, f"{page}: switch leads to {target}, not {expected}"
+        assert target.exists()
+        hreflangs = dict((code, href) for code, href in re.findall(
+            r'<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"', html))
+        assert set(hreflangs) == {"zh-CN", "en"}, page
+        assert (page.parent / hreflangs[LANG_ATTR[other]]).resolve() == expected
+
+
+def test_landing_page_offers_both_languages(site):
+    html = read(site / "index.html")
+    assert 'href="zh/index.html"' in html and 'href="en/index.html"' in html
+    assert "navigator.languages" in html
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_theme_labels_are_translated(site, lang):
+    html = read(site / lang / "01-overview.html")
+    label = {"zh": "搜索", "en": "Search"}[lang]
+    assert label in html
+
+
+def test_no_missing_glyph_message_anywhere(site):
+    for html in site.rglob("*.html"):
+        text = read(html)
+        assert "missing from font" not in text and not re.search(r"Glyph \d+", text), html
+
+
+def test_nothing_is_fetched_from_another_host(site):
+    remote = re.compile(r'<(script|img|iframe)[^>]+src="(https?:)?//|<link[^>]+rel="(stylesheet|preload|icon)"[^>]+href="(https?:)?//')
+    for html in site.rglob("*.html"):
+        assert not remote.search(read(html)), html
+    for css in site.rglob("*.css"):
+        assert not re.search(r"url\(\s*['\"]?(https?:)?//", read(css)), css
+
+
+def test_math_is_served_from_the_site(site):
+    html = read(site / "en" / "index.html")
+    src = re.search(r'<script[^>]+src="([^"?]*tex-chtml\.js)[^"]*"', html)
+    assert src, "MathJax is not loaded"
+    assert (site / "en" / src.group(1)).exists()
+    fonts = list((site / "en/_static/mathjax/output/chtml/fonts/woff-v2").glob("*.woff"))
+    assert fonts, "MathJax fonts are missing"
+
+
+def test_chinese_search_index_holds_chinese_words(site):
+    index = search_index(site, "zh")
+    for word in ("注意力", "多头注意力", "张量"):
+        assert word in index["terms"] or word in index["titleterms"], word
+
+
+QUERY_JS = r"""
+const fs = require("fs");
+const [indexFile, langFile, query] = process.argv.slice(2);
+const text = fs.readFileSync(indexFile, "utf8");
+global.Search = { _index: JSON.parse(text.slice(text.indexOf("(") + 1, text.lastIndexOf(")"))) };
+eval(fs.readFileSync(langFile, "utf8").match(/function splitQuery[\s\S]*?\n}\n/)[0]);
+const idx = Search._index;
+const words = splitQuery(query);
+let docs = null;
+for (const w of words) {
+  const found = new Set();
+  for (const table of [idx.terms, idx.titleterms]) {
+    const hit = table[w];
+    if (hit === undefined) continue;
+    (Array.isArray(hit) ? hit : [hit]).forEach((d) => found.add(idx.docnames[d]));
+  }
+  docs = docs === null ? found : new Set([...docs].filter((d) => found.has(d)));
+}
+console.log(JSON.stringify({ words, docs: docs ? [...docs].sort() : [] }));
+"""
+
+
+@pytest.mark.parametrize("query", ["多头注意力", "缩放点积注意力", "注意力"])
+def test_chinese_query_without_spaces_finds_pages(site, tmp_path, query):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed; the browser tests cover search")
+    script = tmp_path / "query.js"
+    script.write_text(QUERY_JS, encoding="utf-8")
+    out = subprocess.run(
+        [node, str(script), str(site / "zh/searchindex.js"),
+         str(site / "zh/_static/language_data.js"), query],
+        capture_output=True, text=True, check=True,
+    )
+    result = json.loads(out.stdout)
+    assert result["words"], result
+    assert "index" in result["docs"], result
