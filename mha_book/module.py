@@ -166,12 +166,13 @@ class MultiHeadAttention(nn.Module):
         check_same_dtype_device("query", query, "key", key)
         check_same_dtype_device("query", query, "value", value)
         B, T, S = query.shape[b], query.shape[t], key.shape[t]
-        for name, x, expected in (("key", key, (B, S)), ("value", value, (B, S))):
-            if (x.shape[b], x.shape[t]) != expected:
-                raise ValueError(
-                    f"{name} must have batch size B = {B} (from query) and length S = {S} "
-                    f"(from key), got shape {fmt_shape(x.shape)}"
-                )
+        for name, x in (("key", key), ("value", value)):
+            if (x.shape[b], x.shape[t]) != (B, S):
+                expected = [0, 0, x.shape[-1]]
+                expected[b], expected[t] = B, S
+                symbols = "(B, S, F)" if self.batch_first else "(S, B, F)"
+                raise ValueError(f"{name} must have shape {symbols} = {fmt_shape(expected)} "
+                                 f"(B from query, S from key), got {fmt_shape(x.shape)}")
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T, S), device=query.device)
         if not isinstance(need_weights, bool):

@@ -59,6 +59,8 @@ def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
 
     def pump(lang, proc):
         for line in proc.stdout:
+            if "Kernel is running over TCP without encryption" in line:
+                continue  # jupyter's note about its local socket, not about the book
             sys.stdout.write(f"[{lang}] {line}")
             sys.stdout.flush()
 
