@@ -1,7 +1,8 @@
 """CPU inference benchmark: mha_book against torch.nn.MultiheadAttention.
 
 Discussed in chapter 05-verification. Run it with ``python -m mha_book.bench``
-(``--quick`` for a smoke test, ``--lengths`` and ``--repeats`` to choose).
+(``--quick`` for a smoke test; ``--lengths``, ``--repeats`` and ``--threads``
+to choose).
 
 Legend: B batch, H heads, T query length, S key length (here S = T,
 self-attention without a mask), D head dim, E = H·D.
@@ -143,9 +144,13 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=11, help="repeats per length (median)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes for a smoke test (B=2, E=32, H=4, T=8 16, 3 repeats)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads (default: torch's choice)")
     args = parser.parse_args(argv)
-    if args.repeats < 1 or min(args.lengths) < 1:
-        parser.error("--repeats and --lengths must be positive")
+    if args.repeats < 1 or min(args.lengths) < 1 or (args.threads is not None and args.threads < 1):
+        parser.error("--repeats, --lengths and --threads must be positive")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     if args.quick:
         sizes, lengths, repeats, n, min_s = {"B": 2, "E": 32, "H": 4}, [8, 16], 3, 128, 0.0
     else:

@@ -4,7 +4,7 @@ matplotlib is imported lazily, inside the functions, so ``import mha_book``
 stays light. The first call registers the Noto Sans CJK font shipped by the
 ``noto-cjk-sans-otc`` package and puts it after DejaVu Sans in the font
 fallback list: Latin text keeps DejaVu Sans, Chinese glyphs come from Noto
-Sans CJK SC, and no "Glyph missing from font" warning is emitted.
+Sans CJK SC, and matplotlib has no glyph to warn about.
 
 Every figure is a ``matplotlib.figure.Figure`` that is not registered with
 pyplot, so a notebook shows it once (when it is the cell's value) and no
