@@ -58,8 +58,10 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
             f"v must have the key length S of k ({k.shape[-2]}) as its second-to-last dim, "
             f"got v of shape {fmt_shape(v.shape)}"
         )
+    lead = q.shape[:-2]
     try:
-        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        if not lead == k.shape[:-2] == v.shape[:-2]:
+            lead = torch.broadcast_shapes(lead, k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
             f"leading dims of q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)} and "

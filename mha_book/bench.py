@@ -47,7 +47,7 @@ def attention_flops(B: int, T: int, S: int, E: int) -> int:
 
     Example:
         >>> attention_flops(2, 128, 128, 512)
-        1476395008
+        603979776
     """
     projections = 2 * B * T * E * E * 2 + 2 * B * S * E * E * 2  # q, out (T) and k, v (S)
     products = 2 * (2 * B * T * S * E)  # QK^T and PV, summed over heads: H·D = E

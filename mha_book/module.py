@@ -205,7 +205,8 @@ class MultiHeadAttention(nn.Module):
         if module.bias_k is not None or module.bias_v is not None:
             raise ValueError("module must have add_bias_kv=False: MultiHeadAttention has no bias_k/bias_v")
         if module.add_zero_attn:
-            raise ValueError("module must have add_zero_attn=False: MultiHeadAttention does not add a zero key")
+            raise ValueError("module must have add_zero_attn=False: "
+                             "MultiHeadAttention does not add a zero key")
         bias = module.in_proj_bias is not None
         if bias != (module.out_proj.bias is not None):
             raise ValueError("module must have biases on both in_proj and out_proj, or on neither")

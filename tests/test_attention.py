@@ -16,7 +16,9 @@ F64 = torch.float64
 
 def qkv(B=2, H=3, T=4, S=5, D=6, Dv=7, dtype=F64, requires_grad=False, seed=0):
     g = torch.Generator().manual_seed(seed)
-    make = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad)  # noqa: E731
+    def make(*shape):
+        return torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad)
+
     return make(B, H, T, D), make(B, H, S, D), make(B, H, S, Dv)
 
 
@@ -173,7 +175,8 @@ def test_no_grad_path_matches_grad_path():
     (([1.0], None, None), {}, TypeError, r"q must be a torch.Tensor, got list"),
     ((torch.zeros(4), None, None), {}, ValueError, r"q must have shape \(\.\.\., T, D\)"),
     ((None, torch.zeros(5, 7, dtype=F64), None), {}, ValueError, r"k must have the head dim D of q \(6\)"),
-    ((None, None, torch.zeros(2, 3, 4, 7, dtype=F64)), {}, ValueError, r"v must have the key length S of k \(5\)"),
+    ((None, None, torch.zeros(2, 3, 4, 7, dtype=F64)), {}, ValueError,
+     r"v must have the key length S of k \(5\)"),
     ((None, torch.zeros(2, 3, 5, 6, dtype=torch.float32), None), {}, TypeError,
      r"k must have the dtype of q \(torch.float64\), got torch.float32"),
     ((None, None, None), {"mask": torch.ones(4, 5)}, TypeError, r"mask must have dtype torch.bool"),

@@ -51,7 +51,8 @@ def test_split_errors(x, num_heads, exc, match):
 
 
 @pytest.mark.parametrize("x, exc, match", [
-    (torch.zeros(2, 5, 12), ValueError, r"x must have shape \(B, H, T, D\) \(4 dims\), got shape \(2, 5, 12\)"),
+    (torch.zeros(2, 5, 12), ValueError,
+     r"x must have shape \(B, H, T, D\) \(4 dims\), got shape \(2, 5, 12\)"),
     ("x", TypeError, r"x must be a torch.Tensor, got str"),
 ])
 def test_merge_errors(x, exc, match):

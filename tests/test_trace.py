@@ -44,7 +44,7 @@ def test_seq_first_layout():
     assert tr["query"] == (4, 3, 8) and tr["output"] == (4, 3, 8)
     assert tr["q_proj"] == (3, 4, 8) and tr["scores"] == (3, 2, 4, 6)
     symbols = {name: sym for name, sym, _ in tr}
-    assert symbols["query"] == "(T, B, E)" and symbols["key"] == "(S, B, E)" and symbols["output"] == "(T, B, E)"
+    assert (symbols["query"], symbols["key"], symbols["output"]) == ("(T, B, E)", "(S, B, E)", "(T, B, E)")
 
 
 def test_output_shape_equals_module_output_even_with_dropout():
@@ -72,7 +72,7 @@ def test_unknown_stage():
 
 
 def test_errors():
-    with pytest.raises(TypeError, match=r"module must be a mha_book.MultiHeadAttention, got MultiheadAttention"):
+    with pytest.raises(TypeError, match=r"module must be a mha_book.MultiHeadAttention, got Multihead"):
         trace_shapes(torch.nn.MultiheadAttention(8, 2), torch.randn(1, 3, 8))
     with pytest.raises(ValueError, match=r"query must have shape \(B, T, 8\)"):
         trace_shapes(MultiHeadAttention(8, 2), torch.randn(1, 3, 6))

@@ -99,14 +99,36 @@ def print_exec_table(build: Path, langs=LANGS) -> None:
     print(f"executed in this build: {len(ran)} page(s), {total:.1f} s of kernel time")
 
 
+def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
+    """Copy index, api and the chosen pages into build/partial_docs."""
+    os.environ["MHA_BOOK_PARTIAL"] = "1"
+    part = build / "partial_docs"
+    shutil.rmtree(part, ignore_errors=True)
+    wanted = {"index", "api", *(p.removesuffix(".md") for p in pages)}
+    for lang in LANGS:
+        for name in sorted(wanted):
+            src = docs / lang / f"{name}.md"
+            if not src.exists():
+                raise SystemExit(f"no such page: {src}")
+            (part / lang).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, part / lang / src.name)
+    shutil.copy2(docs / "landing.html", part / "landing.html")
+    return part
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clean", action="store_true", help="remove the build dir first")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="source dir with zh/ and en/")
     parser.add_argument("--build-dir", type=Path, default=ROOT / "_build", help="output dir")
     parser.add_argument("--langs", nargs="+", choices=LANGS, default=list(LANGS))
+    parser.add_argument("--pages", nargs="+", metavar="PAGE",
+                        help="build only these pages (plus index and api) while writing "
+                             "them; links to other chapters are not checked")
     args = parser.parse_args(argv)
     docs, build = args.docs.resolve(), args.build_dir.resolve()
+    if args.pages:
+        docs = partial_docs(docs, build, args.pages)
     if args.clean:
         shutil.rmtree(build, ignore_errors=True)
     start = time.perf_counter()

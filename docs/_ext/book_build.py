@@ -96,21 +96,31 @@ MATHJAX_PARTS = ["tex-chtml.js", "output/chtml", "input/tex/extensions", "a11y",
 
 
 def offline_mathjax_dir() -> str:
-    """Copy the needed MathJax 3 files once into _build/static_mathjax/mathjax."""
+    """Copy the needed MathJax 3 files once into _build/static_mathjax/mathjax.
+
+    The zh and en builds start together, so the copy is made in a private
+    folder and renamed into place; whichever build gets there second uses it.
+    """
     dist = metadata.distribution("sphinx-mathjax-offline")
     src = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
     dest_root = BUILD / "static_mathjax"
     stamp = dest_root / f".from-{dist.version}"
-    if not stamp.exists():
-        shutil.rmtree(dest_root, ignore_errors=True)
-        for part in MATHJAX_PARTS:
-            s, d = src / part, dest_root / "mathjax" / part
-            d.parent.mkdir(parents=True, exist_ok=True)
-            if s.is_dir():
-                shutil.copytree(s, d)
-            else:
-                shutil.copy2(s, d)
-        stamp.touch()
+    if stamp.exists():
+        return str(dest_root)
+    tmp = BUILD / f".static_mathjax-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for part in MATHJAX_PARTS:
+        s, d = src / part, tmp / "mathjax" / part
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d)
+        else:
+            shutil.copy2(s, d)
+    (tmp / stamp.name).touch()
+    try:
+        os.rename(tmp, dest_root)
+    except OSError:  # the other build renamed its copy first
+        shutil.rmtree(tmp, ignore_errors=True)
     return str(dest_root)
 
 
