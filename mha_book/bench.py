@@ -138,7 +138,8 @@ def format_table(results, matmul: float) -> str:
 
 def main(argv=None) -> int:
     """Command-line entry point; prints the table and returns 0."""
-    parser = argparse.ArgumentParser(prog="python -m mha_book.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m mha_book.bench",
+                                     description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 1024, 2048],
                         help="sequence lengths T (default: 128 512 1024 2048)")
     parser.add_argument("--repeats", type=int, default=11, help="repeats per length (median)")

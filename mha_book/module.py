@@ -117,7 +117,7 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output, weights)``; fully masked query rows give zeros.
         """
-        B, T, S = self._check_inputs(query, key, value, mask, need_weights)
+        self._check_inputs(query, key, value, mask, need_weights)
         if not self.batch_first:
             query = query.transpose(0, 1)  # (B, T, E)
             key = key.transpose(0, 1)  # (B, S, kdim)
