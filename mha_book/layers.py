@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from mha_book._checks import (
+    check_mask,
     check_positive_int,
     check_probability,
     check_rank,
@@ -46,19 +47,7 @@ def _check_sequence(x: object, name: str, embed_dim: int, length: str) -> torch.
     return x
 
 
-class _FeedForwardMixin(nn.Module):
-    """Position-wise feed-forward block ``linear2(dropout(relu(linear1(x))))``."""
-
-    def _init_feed_forward(self, embed_dim: int, ff_dim: int, dropout: float, factory: dict) -> None:
-        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)
-        self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)
-
-    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, E)
-
-
-class EncoderLayer(_FeedForwardMixin):
+class EncoderLayer(nn.Module):
     """One Transformer encoder layer: self-attention, then a feed-forward network.
 
     Each of the two sublayers is wrapped in a residual connection and a
@@ -103,7 +92,9 @@ class EncoderLayer(_FeedForwardMixin):
         self.norm_first = norm_first
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
-        self._init_feed_forward(embed_dim, ff_dim, dropout, factory)
+        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # feed-forward: E -> ff_dim
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # feed-forward: ff_dim -> E
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.dropout1 = nn.Dropout(dropout)
@@ -143,8 +134,12 @@ class EncoderLayer(_FeedForwardMixin):
             x = self.norm2(x + self.dropout2(self._ff_block(x)))
         return x, weights
 
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """Position-wise feed-forward network, the same for every token."""
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, E)
 
-class DecoderLayer(_FeedForwardMixin):
+
+class DecoderLayer(nn.Module):
     """One Transformer decoder layer: causal self-attention, cross-attention, feed-forward.
 
     Multi-head attention appears twice:
@@ -192,7 +187,9 @@ class DecoderLayer(_FeedForwardMixin):
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
         self.cross_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
-        self._init_feed_forward(embed_dim, ff_dim, dropout, factory)
+        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # feed-forward: E -> ff_dim
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # feed-forward: ff_dim -> E
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.norm3 = nn.LayerNorm(embed_dim, **factory)
@@ -239,14 +236,12 @@ class DecoderLayer(_FeedForwardMixin):
                              f"got memory of shape {fmt_shape(memory.shape)}")
         check_same_dtype_device("the layer's parameters", self.linear1.weight, "x", x)
         check_same_dtype_device("x", x, "memory", memory)
-        T = x.shape[1]
+        B, T = x.shape[:2]
         causal = causal_mask(T, device=x.device)  # (T, T)
         if self_mask is not None:
-            check_tensor(self_mask, "self_mask")
-            if self_mask.dtype != torch.bool:
-                raise TypeError(f"self_mask must have dtype torch.bool (True = may attend), "
-                                f"got {self_mask.dtype}")
-            causal = causal & self_mask  # broadcasts to (B, H, T, T) or fails with its shape
+            check_mask(self_mask, (B, self.self_attn.num_heads, T, T), device=x.device,
+                       name="self_mask")
+            causal = causal & self_mask  # (B, H, T, T) or a broadcastable shape
         if self.norm_first:
             h = self.norm1(x)
             attn, self_weights = self.self_attn(h, h, h, causal)  # (B, T, E), (B, H, T, T)
@@ -262,3 +257,7 @@ class DecoderLayer(_FeedForwardMixin):
             x = self.norm2(x + self.dropout2(attn))
             x = self.norm3(x + self.dropout3(self._ff_block(x)))
         return x, self_weights, cross_weights
+
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """Position-wise feed-forward network, the same for every token."""
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, E)

@@ -1,0 +1,68 @@
+"""A page's assertions fail the build when mha_book stops doing what the page says.
+
+The real chapter is built in a scratch copy of the repository whose mha_book
+has one deliberate bug; the notebook kernels import that copy (PYTHONPATH).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COPY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
+        "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+
+# (page, file, correct code, broken code, what the page must then report)
+BUGS = {
+    "softmax-not-normalised": (
+        "01-overview", "mha_book/attention.py",
+        "weights = torch.softmax(scores, dim=-1)  # (..., T, S)\n",
+        "weights = torch.exp(scores)  # (..., T, S)\n",
+        "AssertionError",
+    ),
+}
+
+
+def scratch_repo(tmp_path: Path, page: str) -> Path:
+    for name in COPY:
+        src, dst = ROOT / name, tmp_path / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dst)
+    for lang in ("zh", "en"):
+        (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
+        for name in ("index.md", "api.md", f"{page}.md"):
+            shutil.copy2(ROOT / "docs" / lang / name, tmp_path / "docs" / lang / name)
+    return tmp_path
+
+
+def build(repo: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(repo))  # kernels import the scratch mha_book
+    return subprocess.run([sys.executable, "tools/build_book.py", "--langs", "en"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_a_broken_package_fails_the_page_that_relies_on_it(tmp_path, bug):
+    page, file, good, bad, expected = BUGS[bug]
+    repo = scratch_repo(tmp_path, page)
+    source = (repo / file).read_text(encoding="utf-8")
+    assert source.count(good) == 1, f"{file} no longer contains the line this test breaks"
+
+    (repo / file).write_text(source.replace(good, bad), encoding="utf-8")
+    result = build(repo)
+    assert result.returncode != 0, "the page did not notice the broken package"
+    assert expected in result.stdout
+    assert f"docs/en/{page}.md" in result.stdout
+
+
+@pytest.mark.parametrize("page", sorted({bug[0] for bug in BUGS.values()}))
+def test_the_same_pages_build_with_the_real_package(tmp_path, page):
+    result = build(scratch_repo(tmp_path, page))
+    assert result.returncode == 0, result.stdout[-3000:]
