@@ -1,5 +1,6 @@
 """Shared fixtures: paths of the repository and of the built site."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,3 +15,20 @@ def site() -> Path:
     if not (SITE / "zh" / "index.html").exists() or not (SITE / "en" / "index.html").exists():
         pytest.fail("the site is not built: run `make html` (make test does it first)")
     return SITE
+
+
+# What a scratch copy of the repository needs to build a book exactly like `make html`.
+BUILD_MACHINERY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
+                   "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+
+
+def copy_build_machinery(dest: Path) -> Path:
+    """Copy the real conf.py, extension, templates, build script and package to ``dest``."""
+    for name in BUILD_MACHINERY:
+        src, dst = ROOT / name, dest / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dst)
+    return dest

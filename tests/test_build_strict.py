@@ -6,16 +6,14 @@ passes or fails here is exactly what passes or fails in `make html`.
 """
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-COPY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
-        "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+from conftest import copy_build_machinery
+
 HEADER = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
 
 
@@ -26,14 +24,7 @@ def cell(source: str, tags: str = "") -> str:
 
 @pytest.fixture
 def scratch(tmp_path):
-    for name in COPY:
-        src, dst = ROOT / name, tmp_path / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dst)
-    return tmp_path
+    return copy_build_machinery(tmp_path)
 
 
 def build(repo: Path, *cells: str, langs=("zh",)):

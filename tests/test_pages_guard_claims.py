@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-COPY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
-        "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+from conftest import ROOT, copy_build_machinery
 
 # (page, file, correct code, broken code, what the page must then report)
 BUGS = {
@@ -28,13 +26,7 @@ BUGS = {
 
 
 def scratch_repo(tmp_path: Path, page: str) -> Path:
-    for name in COPY:
-        src, dst = ROOT / name, tmp_path / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dst)
+    copy_build_machinery(tmp_path)
     for lang in ("zh", "en"):
         (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
         for name in ("index.md", "api.md", f"{page}.md"):
