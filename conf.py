@@ -8,6 +8,7 @@ inherit that variable; pages read it through ``mha_book.book_language()``.
 import os
 import sys
 from datetime import date
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -79,7 +80,13 @@ html_context = {
     "book_other_label": {"zh": "English", "en": "中文"}[LANG],
     "book_hreflang": {"zh": "zh-CN", "en": "en"},
 }
+BUILD_FOOTER = {
+    "zh": "构建于 {day}，torch {torch}，mha_book {book}",
+    "en": "Built on {day} with torch {torch} and mha_book {book}",
+}[LANG].format(day=date.today().isoformat(), torch=metadata.version("torch"),
+               book=metadata.version("mha-book"))
 html_theme_options = {
+    "extra_footer": f'<p class="book-build-info">{BUILD_FOOTER}</p>',
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
     "use_download_button": True,

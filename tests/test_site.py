@@ -135,3 +135,15 @@ def test_chinese_query_without_spaces_finds_pages(site, tmp_path, query):
     result = json.loads(out.stdout)
     assert result["words"], result
     assert "index" in result["docs"], result
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_footer_names_the_versions_the_page_ran_with(site, lang):
+    from importlib import metadata
+
+    html = read(site / lang / "01-overview.html")
+    footer = re.search(r'class="book-build-info">([^<]+)<', html)
+    assert footer, "no build footer"
+    assert metadata.version("torch") in footer.group(1)
+    assert metadata.version("mha-book") in footer.group(1)
+    assert re.search(r"\d{4}-\d{2}-\d{2}", footer.group(1))
