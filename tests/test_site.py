@@ -147,3 +147,23 @@ def test_footer_names_the_versions_the_page_ran_with(site, lang):
     assert metadata.version("torch") in footer.group(1)
     assert metadata.version("mha-book") in footer.group(1)
     assert re.search(r"\d{4}-\d{2}-\d{2}", footer.group(1))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_chapters_download_as_notebook_and_as_source(site, lang):
+    import nbformat
+
+    root = site / lang
+    chapters = [p for p in pages(site, lang) if re.match(r"\d\d-", p.name)]
+    assert chapters
+    for page in chapters:
+        html = read(page)
+        links = re.findall(r'href="([^"]+\.(ipynb|md))"', html)
+        kinds = {kind for _, kind in links}
+        assert kinds == {"ipynb", "md"}, f"{page}: download links {links}"
+        for href, kind in links:
+            target = (page.parent / href).resolve()
+            assert target.is_file() and target.is_relative_to(root), href
+        nb = nbformat.read(str(root / "_sources" / f"{page.stem}.ipynb"), as_version=4)
+        nbformat.validate(nb)
+        assert any(cell.cell_type == "code" for cell in nb.cells)

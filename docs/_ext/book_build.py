@@ -155,6 +155,26 @@ def _write_exec_report(app, exception):
     out.write_text(json.dumps(pages, indent=1), encoding="utf-8")
 
 
+# --- notebook downloads ------------------------------------------------------
+def _offer_notebook(app, pagename, templatename, context, doctree):
+    """Write the page as a Jupyter notebook next to its MyST source.
+
+    sphinx-book-theme lists ``ipynb_source`` in the page's download menu.
+    """
+    if doctree is None or pagename not in app.env.found_docs:
+        return
+    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
+    import nbformat
+
+    text = Path(app.env.doc2path(pagename)).read_text(encoding="utf-8")
+    if not is_myst_markdown_notebook(text):
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(read_myst_markdown_notebook(text), str(target))
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
 # --- stderr shown in the build log ------------------------------------------
 def _report_stderr(app, doctree):
     """Say what a cell wrote to stderr (myst-nb's own warning only counts it)."""
@@ -178,5 +198,6 @@ def setup(app):
     app.add_search_language(ChineseQuerySearch)
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)
+    app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("build-finished", _write_exec_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
