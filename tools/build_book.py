@@ -100,11 +100,11 @@ def print_exec_table(build: Path, langs=LANGS) -> None:
 
 
 def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
-    """Copy index, api and the chosen pages into build/partial_docs."""
+    """Copy index, api, glossary and the chosen pages into build/partial_docs."""
     os.environ["MHA_BOOK_PARTIAL"] = "1"
     part = build / "partial_docs"
     shutil.rmtree(part, ignore_errors=True)
-    wanted = {"index", "api", *(p.removesuffix(".md") for p in pages)}
+    wanted = {"index", "api", "glossary", *(p.removesuffix(".md") for p in pages)}
     for lang in LANGS:
         for name in sorted(wanted):
             src = docs / lang / f"{name}.md"
