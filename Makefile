@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup html test bench serve clean
+.PHONY: setup html test e2e bench serve clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,13 @@ html: $(STAMP)
 
 test: html
 	$(PY) -m pytest
+	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory e2e; \
+	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
+
+# Browser tests of the built site: Playwright drives Debian's Chromium.
+e2e: $(STAMP)
+	@test -f _build/html/index.html || $(MAKE) --no-print-directory html
+	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e
 
 bench: $(STAMP)
 	$(PY) -m mha_book.bench

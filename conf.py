@@ -76,6 +76,8 @@ html_show_sourcelink = True
 html_last_updated_fmt = "%Y-%m-%d"
 html_context = {
     "book_lang": LANG,
+    # Without a valid default the theme script logs a console error on a first visit.
+    "default_mode": "auto",
     "book_other_lang": OTHER,
     "book_other_label": {"zh": "English", "en": "中文"}[LANG],
     "book_hreflang": {"zh": "zh-CN", "en": "en"},

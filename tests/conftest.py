@@ -1,11 +1,15 @@
 """Shared fixtures: paths of the repository and of the built site."""
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The browser tests run on their own (`make e2e`, which sets MHA_BOOK_E2E=1).
+collect_ignore = [] if os.environ.get("MHA_BOOK_E2E") else ["e2e"]
 SITE = ROOT / "_build" / "html"
 
 

@@ -89,6 +89,11 @@ class ChineseQuerySearch(SearchChinese):
     """Chinese search whose browser side segments queries typed without spaces."""
 
     js_splitter_code = SPLIT_QUERY_JS
+    # Sphinx 9.0 ships english-stemmer.js for Chinese (Latin words are stemmed
+    # as English) but then sets ``window.Stemmer = ChineseStemmer``, which does
+    # not exist: every search dies with "Stemmer is not defined". Naming the
+    # stemmer after the code that is really shipped fixes it.
+    language_name = "English"
 
 
 # --- offline MathJax -------------------------------------------------------
