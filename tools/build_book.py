@@ -100,7 +100,12 @@ def print_exec_table(build: Path, langs=LANGS) -> None:
 
 
 def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
-    """Copy index, api, glossary and the chosen pages into build/partial_docs."""
+    """Copy index, api, glossary and the chosen pages into build/partial_docs.
+
+    Pages include package sources as ``../../mha_book/...``; a link from
+    build/mha_book keeps that path valid. Copies get a fresh mtime, so Sphinx
+    always re-reads them (execution still comes from the cache).
+    """
     os.environ["MHA_BOOK_PARTIAL"] = "1"
     part = build / "partial_docs"
     shutil.rmtree(part, ignore_errors=True)
@@ -111,8 +116,11 @@ def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
             if not src.exists():
                 raise SystemExit(f"no such page: {src}")
             (part / lang).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, part / lang / src.name)
-    shutil.copy2(docs / "landing.html", part / "landing.html")
+            shutil.copy(src, part / lang / src.name)
+    shutil.copy(docs / "landing.html", part / "landing.html")
+    package = build / "mha_book"
+    if not package.exists():
+        package.symlink_to(ROOT / "mha_book", target_is_directory=True)
     return part
 
 
