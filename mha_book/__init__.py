@@ -10,6 +10,7 @@ D head dim, E = H * D embedding dim.
 from mha_book.attention import scaled_dot_product_attention
 from mha_book.book import book_language
 from mha_book.heads import merge_heads, split_heads
+from mha_book.layers import DecoderLayer, EncoderLayer
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.plot import plot_attention
@@ -18,6 +19,8 @@ from mha_book.trace import ShapeTrace, trace_shapes
 __version__ = "0.1.0"
 
 __all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
     "MultiHeadAttention",
     "ShapeTrace",
     "book_language",

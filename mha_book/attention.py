@@ -201,6 +201,8 @@ def fused_attention(
     _check_qkv(q, k, v, mask, dropout_p, scale)
     empty = None
     if mask is not None:
+        if mask.dim() < 2:  # PyTorch's kernel wants at least (T, S); (S,) broadcasts to it
+            mask = mask.expand(q.size(-2), k.size(-2))  # (T, S)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
         if empty.any():
             mask = mask | empty  # (..., T, S) let empty rows attend anywhere: finite

@@ -1,4 +1,4 @@
-"""Transformer encoder and decoder layers built around :class:`MultiHeadAttention`.
+"""Transformer encoder and decoder layers built around MultiHeadAttention.
 
 Taught in chapter 06-applications: where multi-head attention sits inside a
 Transformer. An encoder layer uses it once (self-attention); a decoder layer

@@ -212,3 +212,16 @@ def test_property_matches_torch(B, H, T, S, D, Dv, masked, seed):
     assert (w - ref_w).abs().max() < 1e-12
     assert (out - ref_w @ v).abs().max() < 1e-12
     assert (fused_attention(q, k, v, mask) - out).abs().max() < 1e-12
+
+
+def test_a_one_dimensional_key_mask_works_on_both_paths():
+    from mha_book.attention import fused_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, n, 4, dtype=torch.float64) for n in (5, 6, 6))
+    mask = torch.tensor([True, True, False, True, False, True])  # (S,)
+    explicit, _ = scaled_dot_product_attention(q, k, v, mask)
+    fused = fused_attention(q, k, v, mask)
+    full, _ = scaled_dot_product_attention(q, k, v, mask.expand(5, 6))
+    torch.testing.assert_close(explicit, full)
+    torch.testing.assert_close(fused, full)
