@@ -171,3 +171,16 @@ def test_chapters_download_as_notebook_and_as_source(site, lang):
         nb = nbformat.read(str(root / "_sources" / f"{page.stem}.ipynb"), as_version=4)
         nbformat.validate(nb)
         assert any(cell.cell_type == "code" for cell in nb.cells)
+
+
+def test_build_report_lists_every_executed_page(site):
+    report = read(site / "build-report.html")
+    for lang in ("zh", "en"):
+        data = json.loads((site.parent / "exec" / f"{lang}.json").read_text(encoding="utf-8"))
+        assert data
+        for doc in data:
+            assert f'href="{lang}/{doc}.html"' in report, (lang, doc)
+            assert (site / lang / f"{doc}.html").exists()
+    assert re.search(r"this build · 本次</td><td>\d+\.\d s", report)
+    for lang in ("zh", "en"):
+        assert 'href="../build-report.html"' in read(site / lang / "index.html")

@@ -76,7 +76,8 @@ def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
     return max(codes.values())
 
 
-def print_exec_table(build: Path, langs=LANGS) -> None:
+def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
+    """(lang, page, seconds of last execution, status in this build) for every page."""
     rows = []
     for lang in langs:
         path = build / "exec" / f"{lang}.json"
@@ -87,6 +88,10 @@ def print_exec_table(build: Path, langs=LANGS) -> None:
             status = ("executed" if d["executed_this_build"]
                       else "from cache" if d["read_this_build"] else "unchanged")
             rows.append((lang, doc, runtime, status))
+    return rows
+
+
+def print_exec_table(rows: list[tuple]) -> None:
     if not rows:
         return
     print("\nPer-page execution time (seconds of the last execution; status in this build):")
@@ -124,6 +129,58 @@ def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
     return part
 
 
+REPORT_STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums}"""
+
+
+def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
+    """Record this build's time and publish _build/html/build-report.html.
+
+    A build that executed every page is a cold build; one that executed none
+    is a warm (no-change) rebuild. The last of each is kept in
+    build/build-times.json and shown on the report with the per-page table.
+    """
+    import datetime
+    import html
+
+    times_file = build / "build-times.json"
+    times = json.loads(times_file.read_text(encoding="utf-8")) if times_file.exists() else {}
+    executed = sum(r[3] == "executed" for r in rows)
+    kind = "cold" if rows and executed == len(rows) else "warm" if executed == 0 else "partial"
+    entry = {"seconds": round(seconds, 1), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+             "executed_pages": executed, "pages": len(rows), "cpus": os.cpu_count()}
+    times[kind] = times["last"] = entry
+    times_file.write_text(json.dumps(times, indent=1), encoding="utf-8")
+
+    def fmt(kind):
+        e = times.get(kind)
+        return (f"{e['seconds']:.1f} s ({e['executed_pages']}/{e['pages']} pages executed, "
+                f"{e['cpus']} CPUs, {html.escape(e['date'])})") if e else "—"
+
+    body = [f"<h1>Build report · 构建报告</h1>",
+            '<p><a href="zh/index.html">中文版</a> · <a href="en/index.html">English edition</a></p>',
+            "<table><tr><th>build · 构建</th><th>time · 时间</th></tr>",
+            f"<tr><td>cold (every page executed) · 冷构建</td><td>{fmt('cold')}</td></tr>",
+            f"<tr><td>warm (no change, nothing executed) · 无改动重建</td><td>{fmt('warm')}</td></tr>",
+            f"<tr><td>this build · 本次</td><td>{fmt('last')}</td></tr></table>",
+            "<h2>Per-page execution · 各页执行时间</h2>",
+            "<p>Seconds of each page's last execution, and what this build did with it. "
+            "各页最近一次执行所用秒数，以及本次构建对它的处理。</p>",
+            "<table><tr><th>lang</th><th>page</th><th>seconds</th><th>this build</th></tr>"]
+    for lang, doc, runtime, status in rows:
+        secs = f"{runtime:.2f}" if runtime is not None else "—"
+        body.append(f'<tr><td>{lang}</td><td><a href="{lang}/{doc}.html">{html.escape(doc)}</a></td>'
+                    f'<td class="num">{secs}</td><td>{status}</td></tr>')
+    body.append("</table>")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>Build report · 构建报告</title>"
+            "<link rel=\"icon\" href=\"zh/_static/favicon.svg\" type=\"image/svg+xml\">"
+            f"<style>{REPORT_STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+    (build / "html" / "build-report.html").write_text(page, encoding="utf-8")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clean", action="store_true", help="remove the build dir first")
@@ -151,8 +208,12 @@ def main(argv=None) -> int:
     if code == 0 and (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
         (out / ".nojekyll").touch()
-    print_exec_table(build, args.langs)
-    print(f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {time.perf_counter() - start:.1f} s"
+    rows = exec_rows(build, args.langs)
+    print_exec_table(rows)
+    seconds = time.perf_counter() - start
+    if code == 0 and not args.pages:
+        write_build_report(build, rows, seconds)
+    print(f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
           + (f"; open {out / 'index.html'} or run `make serve`" if code == 0 else ""))
     return code
 
