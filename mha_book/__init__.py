@@ -7,9 +7,11 @@ Legend used throughout: B batch, H heads, T query length, S key length,
 D head dim, E = H * D embedding dim.
 """
 
-from mha_book.attention import scaled_dot_product_attention
+from mha_book.attention import fused_attention, scaled_dot_product_attention
 from mha_book.book import book_language
-from mha_book.heads import merge_heads, split_heads
+from mha_book.flash import flash_attention, online_softmax_update
+from mha_book.heads import merge_heads, repeat_kv, split_heads
+from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
 from mha_book.layers import DecoderLayer, EncoderLayer
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
@@ -19,6 +21,12 @@ from mha_book.trace import ShapeTrace, trace_shapes
 __version__ = "0.1.0"
 
 __all__ = [
+    "KVCache",
+    "flash_attention",
+    "fused_attention",
+    "kv_cache_bytes_per_token",
+    "online_softmax_update",
+    "repeat_kv",
     "DecoderLayer",
     "EncoderLayer",
     "MultiHeadAttention",

@@ -2,10 +2,12 @@
 
 Taught in chapter 04-implementation; chapter 05-verification checks it
 against :class:`torch.nn.MultiheadAttention` with :meth:`from_torch` /
-:meth:`to_torch`.
+:meth:`to_torch`; chapter 13-mqa-gqa-kv-cache adds ``num_kv_heads`` (grouped-
+and multi-query attention) and :meth:`forward_step` (decoding with a KV cache).
 
-Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D
-(``embed_dim``); keys and values enter with ``kdim`` and ``vdim`` features.
+Legend: B batch, H heads, Hkv key/value heads (``num_kv_heads``, H by default),
+T query length, S key length, D head dim, E = H·D (``embed_dim``); keys and
+values enter with ``kdim`` and ``vdim`` features.
 
 Masks are bool, True = may attend, broadcastable to ``(B, H, T, S)``.
 """
@@ -25,7 +27,9 @@ from mha_book._checks import (
     fmt_shape,
 )
 from mha_book.attention import fused_attention, scaled_dot_product_attention
-from mha_book.heads import merge_heads, split_heads
+from mha_book.heads import merge_heads, repeat_kv, split_heads
+from mha_book.kv_cache import KVCache
+from mha_book.masks import causal_mask
 
 __all__ = ["MultiHeadAttention"]
 
@@ -43,9 +47,16 @@ class MultiHeadAttention(nn.Module):
     packed ``(3E, E)`` matrix when ``kdim == vdim == E``, so its Xavier bound is
     ``sqrt(6 / 4E)``; here each matrix has its own bound ``sqrt(6 / (E + kdim))``.)
 
+    With ``num_kv_heads`` smaller than ``num_heads``, ``k_proj`` and ``v_proj``
+    produce only ``Hkv`` heads of D features, and each is shared by ``H / Hkv``
+    query heads (:func:`~mha_book.heads.repeat_kv`): grouped-query attention,
+    or multi-query attention when ``num_kv_heads=1``.
+
     Args:
         embed_dim: Model dimension E.
-        num_heads: Number of heads H; must divide E.
+        num_heads: Number of (query) heads H; must divide E.
+        num_kv_heads: Number of key/value heads Hkv; must divide H. None (the
+            default) or H gives standard multi-head attention.
         dropout: Dropout probability on the attention weights, in training mode only.
         bias: Whether the four projections have a bias.
         kdim: Features of the keys; default E.
@@ -60,11 +71,14 @@ class MultiHeadAttention(nn.Module):
         >>> out, w = mha(x, x, x)
         >>> out.shape, w.shape
         (torch.Size([2, 10, 512]), torch.Size([2, 8, 10, 10]))
+        >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads of D = 64
+        >>> gqa.k_proj.weight.shape, gqa(x, x, x)[1].shape
+        (torch.Size([128, 512]), torch.Size([2, 8, 10, 10]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, batch_first: bool = True,
-                 device=None, dtype=None) -> None:
+    def __init__(self, embed_dim: int, num_heads: int, *, num_kv_heads: int | None = None,
+                 dropout: float = 0.0, bias: bool = True, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.num_heads = check_positive_int(num_heads, "num_heads")
@@ -74,14 +88,22 @@ class MultiHeadAttention(nn.Module):
                 f"and num_heads = {num_heads}"
             )
         self.head_dim = embed_dim // num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else check_positive_int(
+            num_kv_heads, "num_kv_heads")
+        if num_heads % self.num_kv_heads != 0:
+            raise ValueError(
+                f"num_kv_heads must divide num_heads, got num_heads = {num_heads} "
+                f"and num_kv_heads = {num_kv_heads}"
+            )
+        kv_dim = self.num_kv_heads * self.head_dim  # Hkv·D, = E unless Hkv < H
         self.kdim = embed_dim if kdim is None else check_positive_int(kdim, "kdim")
         self.vdim = embed_dim if vdim is None else check_positive_int(vdim, "vdim")
         self.dropout = check_probability(dropout, "dropout")
         self.batch_first = bool(batch_first)
         factory = {"device": device, "dtype": dtype}
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
-        self.k_proj = nn.Linear(self.kdim, embed_dim, bias=bias, **factory)
-        self.v_proj = nn.Linear(self.vdim, embed_dim, bias=bias, **factory)
+        self.k_proj = nn.Linear(self.kdim, kv_dim, bias=bias, **factory)
+        self.v_proj = nn.Linear(self.vdim, kv_dim, bias=bias, **factory)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
         self._reset_parameters()
 
@@ -126,13 +148,16 @@ class MultiHeadAttention(nn.Module):
 
         # --- 1. project: one linear map each for queries, keys and values ---
         q = self.q_proj(query)  # (B, T, E)
-        k = self.k_proj(key)  # (B, S, E)
-        v = self.v_proj(value)  # (B, S, E)
+        k = self.k_proj(key)  # (B, S, Hkv·D), Hkv·D = E unless num_kv_heads < num_heads
+        v = self.v_proj(value)  # (B, S, Hkv·D)
 
         # --- 2. split: cut E into H heads of D features ---
         q = split_heads(q, self.num_heads)  # (B, H, T, D)
-        k = split_heads(k, self.num_heads)  # (B, H, S, D)
-        v = split_heads(v, self.num_heads)  # (B, H, S, D)
+        k = split_heads(k, self.num_kv_heads)  # (B, Hkv, S, D)
+        v = split_heads(v, self.num_kv_heads)  # (B, Hkv, S, D)
+        n_rep = self.num_heads // self.num_kv_heads  # query heads per key/value head (1 for MHA)
+        k = repeat_kv(k, n_rep)  # (B, H, S, D)
+        v = repeat_kv(v, n_rep)  # (B, H, S, D)
 
         # --- 3. attend: every head at once, explicit or fused ---
         if need_weights:
@@ -178,6 +203,96 @@ class MultiHeadAttention(nn.Module):
         if not isinstance(need_weights, bool):
             raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
         return B, T, S
+
+    # --- incremental decoding with a KV cache ---
+
+    def forward_step(self, x: torch.Tensor, kv_cache: KVCache, mask: torch.Tensor | None = None,
+                     need_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Causal self-attention for new tokens, reusing the keys and values of earlier calls.
+
+        The T tokens of ``x`` continue the sequence whose ``past = kv_cache.seq_len``
+        keys and values are cached: they are positions ``past, ..., past + T - 1``.
+        Their keys and values are appended to ``kv_cache``, and query ``i``
+        attends every key ``j <= past + i`` (:func:`~mha_book.masks.causal_mask`
+        aligned at the end). Calling it on a whole sequence with an empty cache,
+        or token by token, gives the same outputs as
+        ``forward(x, x, x, causal_mask(T))``.
+
+        Args:
+            x: The new tokens (self-attention: queries, keys and values).
+            kv_cache: The layer's cache; updated in place.
+            mask: Optional extra bool mask, True = may attend, combined with
+                the causal mask; broadcastable to ``(B, H, T, past + T)``.
+            need_weights: As in :meth:`forward`.
+
+        Shape:
+            - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
+            - kv_cache: keys ``(B, Hkv, past, D)`` before, ``(B, Hkv, past + T, D)`` after
+            - output: like ``x``
+            - weights: ``(B, H, T, past + T)``
+
+        Returns:
+            ``(output, weights)``, as :meth:`forward`.
+
+        Raises:
+            TypeError: If ``kv_cache`` is not a :class:`~mha_book.kv_cache.KVCache`,
+                or on the input errors of :meth:`forward`.
+            ValueError: If ``kdim`` or ``vdim`` differ from E (not self-attention),
+                or the batch size differs from the cache's.
+
+        Example:
+            >>> mha, cache = MultiHeadAttention(64, 8, num_kv_heads=2).eval(), KVCache()
+            >>> x = torch.randn(2, 5, 64)
+            >>> for t in range(5):  # one token at a time
+            ...     out, w = mha.forward_step(x[:, t:t + 1], cache)
+            >>> out.shape, w.shape, cache.keys.shape
+            (torch.Size([2, 1, 64]), torch.Size([2, 8, 1, 5]), torch.Size([2, 2, 5, 8]))
+        """
+        past = self._check_step_inputs(x, kv_cache, mask, need_weights)
+        if not self.batch_first:
+            x = x.transpose(0, 1)  # (B, T, E)
+        dropout_p = self.dropout if self.training else 0.0
+        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T, D)
+        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, Hkv, T, D): new tokens only
+        v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, Hkv, T, D)
+        k, v = kv_cache.update(k, v)  # (B, Hkv, S, D) with S = past + T: cached and new
+        n_rep = self.num_heads // self.num_kv_heads
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, H, S, D)
+        T = q.shape[-2]
+        if T > 1:  # a single newest token may attend every key: no mask needed
+            causal = causal_mask(T, past + T, device=x.device)  # (T, S)
+            mask = causal if mask is None else causal & mask  # (..., T, S)
+        if need_weights:
+            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        else:
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, D)
+            weights = None
+        output = self.out_proj(merge_heads(context))  # (B, T, E)
+        if not self.batch_first:
+            output = output.transpose(0, 1)  # (T, B, E)
+        return output, weights
+
+    def _check_step_inputs(self, x, kv_cache, mask, need_weights) -> int:
+        """Validate the inputs of :meth:`forward_step`; return the cached length."""
+        if not isinstance(kv_cache, KVCache):
+            raise TypeError(f"kv_cache must be a mha_book.KVCache, got {type(kv_cache).__name__}")
+        if (self.kdim, self.vdim) != (self.embed_dim, self.embed_dim):
+            raise ValueError(f"forward_step is self-attention and needs kdim == vdim == embed_dim, "
+                             f"got kdim = {self.kdim}, vdim = {self.vdim}, embed_dim = {self.embed_dim}")
+        check_tensor(x, "x")
+        symbols = f"(B, T, {self.embed_dim})" if self.batch_first else f"(T, B, {self.embed_dim})"
+        check_rank(x, "x", 3, symbols)
+        if x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have shape {symbols}, got {fmt_shape(x.shape)}")
+        check_same_dtype_device("the module's parameters", self.q_proj.weight, "x", x)
+        B, T, _ = self._check_inputs(x, x, x, None, need_weights)
+        past = kv_cache.seq_len
+        if past and kv_cache.keys.shape[0] != B:
+            raise ValueError(f"x must have the batch size of kv_cache ({kv_cache.keys.shape[0]}), "
+                             f"got {B}")
+        if mask is not None:
+            check_mask(mask, (B, self.num_heads, T, past + T), device=x.device)
+        return past
 
     # --- conversion to and from torch.nn.MultiheadAttention ---
 
@@ -232,11 +347,21 @@ class MultiHeadAttention(nn.Module):
     def to_torch(self) -> nn.MultiheadAttention:
         """An ``nn.MultiheadAttention`` with exactly these weights (same dtype, device, mode).
 
+        Raises:
+            ValueError: If ``num_kv_heads != num_heads``: ``nn.MultiheadAttention``
+                has one key/value head per query head.
+
         Example:
             >>> theirs = MultiHeadAttention(64, 4).to_torch()
             >>> theirs.in_proj_weight.shape
             torch.Size([192, 64])
         """
+        if self.num_kv_heads != self.num_heads:
+            raise ValueError(
+                "to_torch needs num_kv_heads == num_heads (nn.MultiheadAttention has no shared "
+                f"key/value heads), got num_heads = {self.num_heads} and "
+                f"num_kv_heads = {self.num_kv_heads}"
+            )
         ref = self.out_proj.weight
         bias = self.out_proj.bias is not None
         theirs = nn.MultiheadAttention(self.embed_dim, self.num_heads, dropout=self.dropout, bias=bias,
@@ -257,6 +382,7 @@ class MultiHeadAttention(nn.Module):
         return theirs.train(self.training)
 
     def extra_repr(self) -> str:
-        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, kdim={self.kdim}, "
+        kv = f", num_kv_heads={self.num_kv_heads}" if self.num_kv_heads != self.num_heads else ""
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{kv}, kdim={self.kdim}, "
                 f"vdim={self.vdim}, dropout={self.dropout}, batch_first={self.batch_first}")
 

@@ -19,7 +19,7 @@ import torch
 
 from mha_book._checks import fmt_shape
 from mha_book.attention import scaled_dot_product_attention
-from mha_book.heads import merge_heads, split_heads
+from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.module import MultiHeadAttention
 
 __all__ = ["ShapeTrace", "trace_shapes"]
@@ -107,7 +107,9 @@ def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Ten
     Shape:
         As :meth:`MultiHeadAttention.forward <mha_book.module.MultiHeadAttention.forward>`.
         The stages are ``query, key, value, q_proj, k_proj, v_proj, q_heads,
-        k_heads, v_heads, scores, weights, context, merged, output``.
+        k_heads, v_heads, scores, weights, context, merged, output``; a
+        grouped-query module (``num_kv_heads < num_heads``) adds
+        ``k_repeated, v_repeated`` after ``v_heads``.
 
     Returns:
         A :class:`ShapeTrace`.
@@ -158,16 +160,24 @@ def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Ten
         if not module.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         # the steps of MultiHeadAttention.forward, one row each
+        grouped = module.num_kv_heads != module.num_heads
+        kv = "Hkv·D" if grouped else "E"
         q = module.q_proj(query)  # (B, T, E)
-        k = module.k_proj(key)  # (B, S, E)
-        v = module.v_proj(value)  # (B, S, E)
-        rows += [("q_proj", "(B, T, E)", q.shape), ("k_proj", "(B, S, E)", k.shape),
-                 ("v_proj", "(B, S, E)", v.shape)]
+        k = module.k_proj(key)  # (B, S, Hkv·D)
+        v = module.v_proj(value)  # (B, S, Hkv·D)
+        rows += [("q_proj", "(B, T, E)", q.shape), ("k_proj", f"(B, S, {kv})", k.shape),
+                 ("v_proj", f"(B, S, {kv})", v.shape)]
         q = split_heads(q, module.num_heads)  # (B, H, T, D)
-        k = split_heads(k, module.num_heads)  # (B, H, S, D)
-        v = split_heads(v, module.num_heads)  # (B, H, S, D)
-        rows += [("q_heads", "(B, H, T, D)", q.shape), ("k_heads", "(B, H, S, D)", k.shape),
-                 ("v_heads", "(B, H, S, D)", v.shape)]
+        k = split_heads(k, module.num_kv_heads)  # (B, Hkv, S, D)
+        v = split_heads(v, module.num_kv_heads)  # (B, Hkv, S, D)
+        hkv = "Hkv" if grouped else "H"
+        rows += [("q_heads", "(B, H, T, D)", q.shape), ("k_heads", f"(B, {hkv}, S, D)", k.shape),
+                 ("v_heads", f"(B, {hkv}, S, D)", v.shape)]
+        if grouped:
+            n_rep = module.num_heads // module.num_kv_heads
+            k = repeat_kv(k, n_rep)  # (B, H, S, D)
+            v = repeat_kv(v, n_rep)  # (B, H, S, D)
+            rows += [("k_repeated", "(B, H, S, D)", k.shape), ("v_repeated", "(B, H, S, D)", v.shape)]
         scores = q @ k.transpose(-2, -1)  # (B, H, T, S), step 1 of the kernel
         context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
         rows += [("scores", "(B, H, T, S)", scores.shape), ("weights", "(B, H, T, S)", weights.shape),

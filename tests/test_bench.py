@@ -5,7 +5,16 @@ import sys
 
 import pytest
 
-from mha_book.bench import attention_flops, format_table, main
+from mha_book.bench import (
+    attention_flops,
+    decode_speed,
+    format_decode,
+    format_kernels,
+    format_table,
+    kernel_times,
+    main,
+    measure_peak_memory,
+)
 
 
 def test_quick_run_prints_the_table(capsys):
@@ -43,3 +52,63 @@ def test_flop_count():
 def test_bad_arguments_exit_with_usage():
     with pytest.raises(SystemExit):
         main(["--repeats", "0"])
+
+
+# --- kernels and decoding sections ---
+
+def test_quick_run_prints_the_new_sections(capsys):
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "kernels: reference vs tiled" in out and "tiled/reference mem" in out
+    assert "n/a (memory at T = 8192 not measured)" in out
+    assert "decoding: 2 self-attention layers" in out and "cache tok/s" in out
+    assert out.count("KV cache faster than no cache") == 3
+    assert out.count("cached outputs equal") == 3 and "cached outputs equal (1e-4 rel.)    Hkv =   1" in out
+
+
+def test_kernel_table_and_memory_target():
+    times = [{"T": 8192, "reference": 0.5, "tiled": 0.6, "fused": 0.3}]
+    memory = [{"kernel": k, "T": 8192, "extra_bytes": mib * 2**20, "seconds": 0.1}
+              for k, mib in (("reference", 256.0), ("tiled", 6.0), ("fused", 2.0))]
+    text = format_kernels(times, memory)
+    assert "2.3%" in text and text.splitlines()[-1].endswith("PASS")
+    memory[1]["extra_bytes"] = 20 * 2**20
+    assert format_kernels(times, memory).splitlines()[-1].endswith("MISS")
+    assert format_kernels(times).splitlines()[-1].endswith("n/a (memory at T = 8192 not measured)")
+
+
+def test_decode_table_verdicts():
+    rows = [{"num_kv_heads": 4, "no_cache_tok_s": 100.0, "cache_tok_s": 300.0, "speedup": 3.0,
+             "max_diff": 1e-7, "scale": 2.0, "cache_bytes": 4096},
+            {"num_kv_heads": 1, "no_cache_tok_s": 100.0, "cache_tok_s": 90.0, "speedup": 0.9,
+             "max_diff": 1e-2, "scale": 2.0, "cache_bytes": 1024}]
+    lines = format_decode(rows, E=32, H=4, layers=2, prompt=4, new_tokens=4).splitlines()
+    verdicts = [line.split()[-1] for line in lines if line.endswith(("PASS", "MISS"))]
+    assert verdicts == ["PASS", "MISS", "PASS", "MISS"]
+
+
+def test_measure_peak_memory_in_a_subprocess():
+    rows = measure_peak_memory([512, 1024], kernels=("reference", "tiled"), block_size=64)
+    mib = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in rows}
+    assert set(mib) == {("reference", 512), ("reference", 1024), ("tiled", 512), ("tiled", 1024)}
+    assert mib["reference", 1024] >= 1024 * 1024 * 4 / 2**20  # its (T, S) float32 scores
+    assert mib["tiled", 1024] < mib["reference", 1024]
+    assert all(r["seconds"] > 0 for r in rows)
+    with pytest.raises(ValueError, match=r"kernel must be one of"):
+        measure_peak_memory([8], kernels=("mystery",))
+
+
+def test_decode_speed_outputs_agree_and_cache_shrinks():
+    rows = decode_speed((4, 2, 1), E=16, H=4, layers=2, prompt=3, new_tokens=3, repeats=1)
+    assert [r["num_kv_heads"] for r in rows] == [4, 2, 1]
+    for r in rows:
+        assert r["max_diff"] <= 1e-5 * r["scale"]
+        assert r["cache_tok_s"] > 0 and r["no_cache_tok_s"] > 0
+    # 2 layers x (keys + values) x B=1 x Hkv x S=6 x D=4 float32 numbers
+    assert [r["cache_bytes"] for r in rows] == [2 * 2 * h * 6 * 4 * 4 for h in (4, 2, 1)]
+
+
+def test_kernel_times_rows():
+    rows = kernel_times([16, 32], 1, B=1, H=2, D=8, block_size=8)
+    assert [r["T"] for r in rows] == [16, 32]
+    assert all(r[k] > 0 for r in rows for k in ("reference", "tiled", "fused"))

@@ -83,3 +83,14 @@ def test_trace_does_not_record_gradients():
     x = torch.randn(1, 3, 8, requires_grad=True)
     trace_shapes(m, x)
     assert x.grad is None and all(p.grad is None for p in m.parameters())
+
+
+def test_grouped_query_attention_is_traced_with_its_key_value_heads():
+    mha = MultiHeadAttention(64, 8, num_kv_heads=2).eval()
+    x = torch.randn(2, 5, 64)
+    tr = trace_shapes(mha, x)
+    assert tr["k_proj"] == (2, 5, 16)  # Hkv·D = 2·8
+    assert tr["k_heads"] == (2, 2, 5, 8)  # (B, Hkv, S, D)
+    assert tr["k_repeated"] == (2, 8, 5, 8)  # (B, H, S, D)
+    assert tr["scores"] == (2, 8, 5, 5)
+    assert tr["output"] == x.shape
