@@ -144,7 +144,7 @@ def check_positive_int(n: object, name: str) -> int:
             ...
         ValueError: num_heads must be a positive int, got 0
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+    if type(n) is not int and (isinstance(n, bool) or not isinstance(n, numbers.Integral)):
         raise TypeError(f"{name} must be a positive int, got {type(n).__name__}")
     if n <= 0:
         raise ValueError(f"{name} must be a positive int, got {n}")

@@ -84,6 +84,7 @@ def scaled_dot_product_attention(
     *,
     dropout_p: float = 0.0,
     scale: float | None = None,
+    validate: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Attention weights and output, computed explicitly.
 
@@ -99,6 +100,9 @@ def scaled_dot_product_attention(
         dropout_p: Dropout probability on the weights, in ``[0, 1)``. Dropout
             is applied whenever it is positive; pass 0 in evaluation.
         scale: Factor applied to ``q @ k^T``; default ``1 / sqrt(D)``.
+        validate: Check the arguments first. Callers that have checked them
+            already, like :class:`~mha_book.module.MultiHeadAttention`, pass
+            False to save the time on every call.
 
     Shape:
         - q: ``(..., T, D)``
@@ -126,7 +130,8 @@ def scaled_dot_product_attention(
         >>> out.shape, w.shape
         (torch.Size([2, 8, 10, 32]), torch.Size([2, 8, 10, 12]))
     """
-    _check_qkv(q, k, v, mask, dropout_p, scale)
+    if validate:
+        _check_qkv(q, k, v, mask, dropout_p, scale)
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(scale)
 
     # --- 1. scores: how well each query matches each key ---
@@ -170,6 +175,7 @@ def fused_attention(
     *,
     dropout_p: float = 0.0,
     scale: float | None = None,
+    validate: bool = True,
 ) -> torch.Tensor:
     """Same output as :func:`scaled_dot_product_attention`, via PyTorch's fused kernel.
 
@@ -184,6 +190,9 @@ def fused_attention(
         mask: Optional bool mask, True = may attend, broadcastable to ``(..., T, S)``.
         dropout_p: Dropout probability on the weights; applied when positive.
         scale: Factor applied to ``q @ k^T``; default ``1 / sqrt(D)``.
+        validate: Check the arguments first. Callers that have checked them
+            already, like :class:`~mha_book.module.MultiHeadAttention`, pass
+            False to save the time on every call.
 
     Shape:
         - q: ``(..., T, D)``, k: ``(..., S, D)``, v: ``(..., S, Dv)``
@@ -198,7 +207,8 @@ def fused_attention(
         >>> fused_attention(q, k, v, mask).shape
         torch.Size([2, 8, 10, 64])
     """
-    _check_qkv(q, k, v, mask, dropout_p, scale)
+    if validate:
+        _check_qkv(q, k, v, mask, dropout_p, scale)
     empty = None
     if mask is not None:
         if mask.dim() < 2:  # PyTorch's kernel wants at least (T, S); (S,) broadcasts to it

@@ -18,7 +18,10 @@ Four implementations share the same weights (through
 - (d) torch weights: ``nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)``
 
 Within each repeat the four are timed one after the other, in an order that
-rotates from repeat to repeat; each figure is the median over repeats. FLOPs
+rotates from repeat to repeat; each time is the median over repeats. Each
+ratio is the median of the per-repeat ratios (:func:`paired_ratio`, quartiles
+in brackets after the verdicts): the two sides of a ratio ran milliseconds
+apart, so a slow patch of a shared machine moves both. FLOPs
 count the four projections (``2·B·T·E·E`` each for T = S) and the two
 attention products (``2·B·H·T·S·D`` each); the achieved rate is compared
 with a dense float32 matmul measured on the same machine.
@@ -59,7 +62,7 @@ from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["main", "run", "matmul_gflops", "attention_flops", "KERNELS", "kernel_times",
+__all__ = ["main", "run", "paired_ratio", "matmul_gflops", "attention_flops", "KERNELS", "kernel_times",
            "measure_peak_memory", "decode_speed"]
 
 FAST_TARGET = 1.0  # fast / torch fast
@@ -124,8 +127,31 @@ def run(lengths, repeats: int, *, B: int = 2, E: int = 512, H: int = 8,
                     times[name].append(_time(impls[name], number))
         row = {name: statistics.median(t) for name, t in times.items()}
         row.update(T=T, gflops=attention_flops(B, T, T, E) / row["fast"] / 1e9)
+        for ratio, (ours_name, ref_name) in RATIOS.items():
+            row[ratio] = paired_ratio(times[ours_name], times[ref_name])
         results.append(row)
     return results
+
+
+RATIOS = {"fast_ratio": ("fast", "torch_fast"), "explicit_ratio": ("explicit", "torch_weights")}
+
+
+def paired_ratio(ours: Sequence[float], reference: Sequence[float]) -> tuple[float, float, float]:
+    """Median and quartiles of ``ours[r] / reference[r]`` over the repeats r.
+
+    Both were timed within the same repeat, a few milliseconds apart, so a
+    slow patch of a shared machine affects the two alike; the quartiles
+    show how far the ratio moves from repeat to repeat.
+
+    Example:
+        >>> paired_ratio([2.0, 3.0, 4.0], [2.0, 2.0, 4.0])  # ratios 1, 1.5, 1
+        (1.0, 1.0, 1.25)
+    """
+    ratios = sorted(a / b for a, b in zip(ours, reference, strict=True))
+    if len(ratios) == 1:
+        return ratios[0], ratios[0], ratios[0]
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return median, q1, q3
 
 
 # --- kernels: time and peak memory of reference, tiled and fused attention ---
@@ -344,15 +370,33 @@ def _verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
+def _ratio(row, key: str) -> tuple[float, float, float]:
+    """A row's paired ratio (median, q1, q3); from the medians if it has none."""
+    if key in row:
+        return row[key]
+    ours_name, ref_name = RATIOS[key]
+    ratio = row[ours_name] / row[ref_name]
+    return ratio, ratio, ratio
+
+
+def _spread(q1: float, q3: float) -> str:
+    """``  [q1-q3]`` after a verdict, if the ratio varied between repeats."""
+    return f"  [{q1:.2f}-{q3:.2f}]" if q3 > q1 else ""
+
+
 def format_table(results, matmul: float) -> str:
-    """The results as a plain-text table, targets and PASS/MISS included."""
+    """The results as a plain-text table, targets and PASS/MISS included.
+
+    The ratio columns and verdicts use the paired ratios of :func:`run`
+    (median over repeats, quartiles in brackets) when a row has them.
+    """
     head = ("T", "explicit ms", "fast ms", "torch fast ms", "torch weights ms",
             "fast/torch", "explicit/torch", "fast GFLOP/s", "of matmul")
     rows = []
     for r in results:
         rows.append((str(r["T"]), f"{r['explicit'] * 1e3:.3f}", f"{r['fast'] * 1e3:.3f}",
                      f"{r['torch_fast'] * 1e3:.3f}", f"{r['torch_weights'] * 1e3:.3f}",
-                     f"{r['fast'] / r['torch_fast']:.2f}x", f"{r['explicit'] / r['torch_weights']:.2f}x",
+                     f"{_ratio(r, 'fast_ratio')[0]:.2f}x", f"{_ratio(r, 'explicit_ratio')[0]:.2f}x",
                      f"{r['gflops']:.1f}", f"{r['gflops'] / matmul:.2f}"))
     widths = [max(len(line[i]) for line in [head, *rows]) for i in range(len(head))]
     fmt = lambda line: "  ".join(c.rjust(w) for c, w in zip(line, widths))  # noqa: E731
@@ -360,13 +404,13 @@ def format_table(results, matmul: float) -> str:
     lines.append(f"dense float32 matmul: {matmul:.1f} GFLOP/s")
     lines.append("target                                     T       value  verdict")
     for r in results:
-        ratio = r["fast"] / r["torch_fast"]
+        ratio, q1, q3 = _ratio(r, "fast_ratio")
         lines.append(f"fast / torch fast <= {FAST_TARGET:.1f}x                   {r['T']:>5}  "
-                     f"{ratio:>9.2f}x  {_verdict(ratio <= FAST_TARGET)}")
+                     f"{ratio:>9.2f}x  {_verdict(ratio <= FAST_TARGET)}{_spread(q1, q3)}")
     for r in results:
-        ratio = r["explicit"] / r["torch_weights"]
+        ratio, q1, q3 = _ratio(r, "explicit_ratio")
         lines.append(f"explicit / torch weights <= {EXPLICIT_TARGET:.1f}x            {r['T']:>5}  "
-                     f"{ratio:>9.2f}x  {_verdict(ratio <= EXPLICIT_TARGET)}")
+                     f"{ratio:>9.2f}x  {_verdict(ratio <= EXPLICIT_TARGET)}{_spread(q1, q3)}")
     at = [r for r in results if r["T"] == MATMUL_FRACTION_LENGTH]
     label = f"fast >= {MATMUL_FRACTION_TARGET} of matmul GFLOP/s         {MATMUL_FRACTION_LENGTH:>5}"
     if at:

@@ -160,11 +160,14 @@ class MultiHeadAttention(nn.Module):
         v = repeat_kv(v, n_rep)  # (B, H, S, D)
 
         # --- 3. attend: every head at once, explicit or fused ---
+        # (validate=False: _check_inputs has checked the inputs and the mask already)
         if need_weights:
-            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
+                                                            validate=False)
             # context (B, H, T, D), weights (B, H, T, S)
         else:
-            context = fused_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, D)
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p,
+                                      validate=False)  # (B, H, T, D)
             weights = None
 
         # --- 4. merge: concatenate the heads back to E features ---
@@ -262,10 +265,11 @@ class MultiHeadAttention(nn.Module):
         if T > 1:  # a single newest token may attend every key: no mask needed
             causal = causal_mask(T, past + T, device=x.device)  # (T, S)
             mask = causal if mask is None else causal & mask  # (..., T, S)
-        if need_weights:
-            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        if need_weights:  # inputs and mask checked by _check_step_inputs: no second check
+            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
+                                                            validate=False)
         else:
-            context = fused_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, D)
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p, validate=False)
             weights = None
         output = self.out_proj(merge_heads(context))  # (B, T, E)
         if not self.batch_first:

@@ -225,3 +225,36 @@ def test_a_one_dimensional_key_mask_works_on_both_paths():
     full, _ = scaled_dot_product_attention(q, k, v, mask.expand(5, 6))
     torch.testing.assert_close(explicit, full)
     torch.testing.assert_close(fused, full)
+
+
+# --- validate=False: the module checks once, then skips the kernel's checks ---
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_skipping_validation_changes_nothing_on_valid_input(fused):
+    q, k, v = qkv()
+    mask = random_mask((2, 3, 4, 5), empty_rows=True)
+    if fused:
+        checked = fused_attention(q, k, v, mask)
+        unchecked = fused_attention(q, k, v, mask, validate=False)
+    else:
+        checked = torch.cat([t.flatten() for t in scaled_dot_product_attention(q, k, v, mask)])
+        unchecked = torch.cat([t.flatten() for t in scaled_dot_product_attention(
+            q, k, v, mask, validate=False)])
+    assert torch.equal(checked, unchecked)
+
+
+def test_the_module_still_rejects_what_the_kernel_no_longer_checks(monkeypatch):
+    import mha_book.attention as attention
+    from mha_book.module import MultiHeadAttention
+
+    calls = []
+    monkeypatch.setattr(attention, "_check_qkv", lambda *args: calls.append(args))
+    mha = MultiHeadAttention(8, 2, dtype=F64)
+    x = torch.randn(2, 3, 8, dtype=F64)
+    for need_weights in (True, False):
+        mha(x, x, x, need_weights=need_weights)
+        with pytest.raises(TypeError, match="mask must have dtype torch.bool"):
+            mha(x, x, x, torch.ones(3, 3), need_weights=need_weights)
+        with pytest.raises(ValueError, match=r"mask of shape \(2, 5\) does not broadcast"):
+            mha(x, x, x, torch.ones(2, 5, dtype=torch.bool), need_weights=need_weights)
+    assert calls == []  # the kernels were not asked to check again

@@ -14,6 +14,7 @@ from mha_book.bench import (
     kernel_times,
     main,
     measure_peak_memory,
+    paired_ratio,
 )
 
 
@@ -42,6 +43,25 @@ def test_verdicts_follow_the_targets():
                 for line in lines if line.endswith(("PASS", "MISS"))}
     assert verdicts == {"fast / torch fast": "PASS", "explicit / torch weights": "MISS",
                         "fast": "MISS"}
+
+
+def test_verdicts_use_the_paired_ratios_and_show_their_spread():
+    # Medians alone would give fast 0.9x (PASS); the paired ratio says 1.04x.
+    row = {"T": 128, "explicit": 1.0, "fast": 0.9, "torch_fast": 1.0, "torch_weights": 1.0,
+           "gflops": 40.0, "fast_ratio": (1.04, 1.01, 1.07), "explicit_ratio": (1.0, 1.0, 1.0)}
+    lines = format_table([row], matmul=100.0).splitlines()
+    fast = next(line for line in lines if line.startswith("fast / torch fast"))
+    explicit = next(line for line in lines if line.startswith("explicit / torch weights"))
+    assert fast.split()[-3:] == ["1.04x", "MISS", "[1.01-1.07]"]
+    assert explicit.split()[-2:] == ["1.00x", "PASS"]  # no spread to show
+    assert "1.04x" in lines[2] and "0.90x" not in lines[2]
+
+
+def test_paired_ratio_pairs_repeats():
+    assert paired_ratio([3.0, 1.0], [3.0, 1.0]) == (1.0, 1.0, 1.0)  # same repeat, same speed
+    assert paired_ratio([2.0], [4.0]) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError):
+        paired_ratio([1.0, 2.0], [1.0])
 
 
 def test_flop_count():
