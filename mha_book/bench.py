@@ -17,8 +17,8 @@ Four implementations share the same weights (through
 - (c) torch fast: ``nn.MultiheadAttention(..., need_weights=False)``
 - (d) torch weights: ``nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)``
 
-Within each repeat the four are timed one after the other, in an order that
-rotates from repeat to repeat; each time is the median over repeats. Each
+Within each repeat the four are timed one after the other, in a shuffled
+order (seeded, see :func:`repeat_orders`); each time is the median over repeats. Each
 ratio is the median of the per-repeat ratios (:func:`paired_ratio`, quartiles
 in brackets after the verdicts): the two sides of a ratio ran milliseconds
 apart, so a slow patch of a shared machine moves both. FLOPs
@@ -46,6 +46,7 @@ import argparse
 import ctypes
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -62,7 +63,7 @@ from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["main", "run", "paired_ratio", "matmul_gflops", "attention_flops", "KERNELS", "kernel_times",
+__all__ = ["main", "run", "paired_ratio", "repeat_orders", "matmul_gflops", "attention_flops", "KERNELS", "kernel_times",
            "measure_peak_memory", "decode_speed"]
 
 FAST_TARGET = 1.0  # fast / torch fast
@@ -122,8 +123,8 @@ def run(lengths, repeats: int, *, B: int = 2, E: int = 512, H: int = 8,
         with torch.inference_mode():
             warm = {name: _time(fn, 1) for name, fn in impls.items()}  # warm-up
             number = max(1, int(min_seconds / max(min(warm.values()), 1e-9)))
-            for r in range(repeats):
-                for name in names[r % 4:] + names[:r % 4]:  # rotate the order
+            for order in repeat_orders(names, repeats):
+                for name in order:
                     times[name].append(_time(impls[name], number))
         row = {name: statistics.median(t) for name, t in times.items()}
         row.update(T=T, gflops=attention_flops(B, T, T, E) / row["fast"] / 1e9)
@@ -131,6 +132,23 @@ def run(lengths, repeats: int, *, B: int = 2, E: int = 512, H: int = 8,
             row[ratio] = paired_ratio(times[ours_name], times[ref_name])
         results.append(row)
     return results
+
+
+def repeat_orders(names: Sequence[str], repeats: int, seed: int = 0) -> list[list[str]]:
+    """One shuffled order of ``names`` per repeat, the same on every run.
+
+    A fixed rotation would always time each implementation right after the
+    same other one: one whose weights are still in the CPU caches or one
+    whose are not, which tilts a ratio by a few percent at short lengths.
+    Shuffling gives every implementation every predecessor.
+
+    Example:
+        >>> orders = repeat_orders(["a", "b", "c"], 4)
+        >>> len(orders), all(sorted(o) == ["a", "b", "c"] for o in orders)
+        (4, True)
+    """
+    rng = random.Random(seed)
+    return [rng.sample(list(names), len(names)) for _ in range(repeats)]
 
 
 RATIOS = {"fast_ratio": ("fast", "torch_fast"), "explicit_ratio": ("explicit", "torch_weights")}
@@ -179,8 +197,8 @@ def kernel_times(lengths, repeats: int, *, B: int = 1, H: int = 8, D: int = 64,
         with torch.inference_mode():
             for fn in fns.values():
                 fn(q, k, v)  # warm-up
-            for r in range(repeats):
-                for name in KERNELS[r % 3:] + KERNELS[:r % 3]:  # rotate the order
+            for order in repeat_orders(KERNELS, repeats):
+                for name in order:
                     times[name].append(_time(lambda: fns[name](q, k, v), 1))
         results.append({"T": T, **{name: statistics.median(t) for name, t in times.items()}})
     return results
