@@ -63,8 +63,8 @@ from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["main", "run", "paired_ratio", "repeat_orders", "matmul_gflops", "attention_flops", "KERNELS", "kernel_times",
-           "measure_peak_memory", "decode_speed"]
+__all__ = ["main", "run", "paired_ratio", "repeat_orders", "matmul_gflops", "attention_flops",
+           "KERNELS", "kernel_times", "measure_peak_memory", "decode_speed"]
 
 FAST_TARGET = 1.0  # fast / torch fast
 EXPLICIT_TARGET = 1.1  # explicit / torch weights
@@ -73,6 +73,7 @@ MATMUL_FRACTION_LENGTH = 2048
 TILED_MEMORY_TARGET = 0.05  # tiled extra memory / reference extra memory at T = 8192
 TILED_MEMORY_LENGTH = 8192
 KERNELS = ("reference", "tiled", "fused")
+RATIOS = {"fast_ratio": ("fast", "torch_fast"), "explicit_ratio": ("explicit", "torch_weights")}
 
 
 def attention_flops(B: int, T: int, S: int, E: int) -> int:
@@ -149,9 +150,6 @@ def repeat_orders(names: Sequence[str], repeats: int, seed: int = 0) -> list[lis
     """
     rng = random.Random(seed)
     return [rng.sample(list(names), len(names)) for _ in range(repeats)]
-
-
-RATIOS = {"fast_ratio": ("fast", "torch_fast"), "explicit_ratio": ("explicit", "torch_weights")}
 
 
 def paired_ratio(ours: Sequence[float], reference: Sequence[float]) -> tuple[float, float, float]:

@@ -34,6 +34,12 @@ from mha_book.masks import causal_mask
 __all__ = ["MultiHeadAttention"]
 
 
+def _check_need_weights(need_weights: object) -> None:
+    """Raise ``TypeError`` unless ``need_weights`` is a bool."""
+    if not isinstance(need_weights, bool):
+        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with separate query, key, value and output projections.
 
@@ -203,8 +209,7 @@ class MultiHeadAttention(nn.Module):
                                  f"(B from query, S from key), got {fmt_shape(x.shape)}")
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T, S), device=query.device)
-        if not isinstance(need_weights, bool):
-            raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
+        _check_need_weights(need_weights)
         return B, T, S
 
     # --- incremental decoding with a KV cache ---
@@ -289,7 +294,8 @@ class MultiHeadAttention(nn.Module):
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape {symbols}, got {fmt_shape(x.shape)}")
         check_same_dtype_device("the module's parameters", self.q_proj.weight, "x", x)
-        B, T, _ = self._check_inputs(x, x, x, None, need_weights)
+        _check_need_weights(need_weights)
+        B, T = (x.shape[0], x.shape[1]) if self.batch_first else (x.shape[1], x.shape[0])
         past = kv_cache.seq_len
         if past and kv_cache.keys.shape[0] != B:
             raise ValueError(f"x must have the batch size of kv_cache ({kv_cache.keys.shape[0]}), "
