@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     if problems:
         for p in problems:
             print(f"parity: {p}")
-        print("build FAILED: the zh and en books must have the same pages and code cells")
+        print("build FAILED: the zh and en books must have the same pages, code cells and structure")
         return 1
     out = build / "html"
     code = run_builds(docs, build, args.langs)

@@ -1,19 +1,29 @@
-"""Check that the zh and en books have the same pages and the same code cells.
+"""Check that the zh and en books have the same pages, code and structure.
 
 Usage: python tools/check_parity.py [DOCS_DIR]   (exit 1 and a list on mismatch)
 
-Prose may differ between languages; code must not. A code cell is the body of
-a ```{code-cell} fence, including its options (tags and so on).
+Prose may differ between languages; nothing else may:
+
+* code: a code cell is the body of a ```{code-cell} fence, options included;
+* structure: headings (levels, order), labels, the position of every code
+  cell among them, directives (admonitions, figures with their glue keys,
+  included sources, exercises), math blocks and glossary entries;
+* inline keys: the glue keys and citations the prose uses (as a multiset,
+  since word order differs between the languages).
+
+The first structural difference of a page is reported with both lines.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from page_model import Page, read_page  # noqa: E402
+
 LANGS = ("zh", "en")
-CODE_CELL = re.compile(r"^(`{3,}|~{3,})\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 
 
 def pages(tree: Path) -> dict[str, Path]:
@@ -23,24 +33,49 @@ def pages(tree: Path) -> dict[str, Path]:
 
 def code_cells(page: Path) -> list[str]:
     """Return the code cells of a MyST notebook page, in order."""
-    return [m.group(2).strip() for m in CODE_CELL.finditer(page.read_text(encoding="utf-8"))]
+    return read_page(page).code_cells
+
+
+def code_problems(name: str, zh: Page, en: Page) -> list[str]:
+    a, b = zh.code_cells, en.code_cells
+    if len(a) != len(b):
+        return [f"{name}: {len(a)} code cells in zh, {len(b)} in en"]
+    return [f"{name}: code cell {i} differs between zh and en"
+            for i, (x, y) in enumerate(zip(a, b), start=1) if x != y]
+
+
+def structure_problems(name: str, zh: Page, en: Page) -> list[str]:
+    """The first place where the two editions' structure differs, if any."""
+    problems = []
+    for i in range(max(len(zh.structure), len(en.structure))):
+        a = zh.structure[i] if i < len(zh.structure) else None
+        b = en.structure[i] if i < len(en.structure) else None
+        if a is None or b is None or (a.kind, a.detail) != (b.kind, b.detail):
+            problems.append(
+                f"{name}: structure differs at element {i + 1}: "
+                f"zh has {a.describe() if a else 'nothing more'}, "
+                f"en has {b.describe() if b else 'nothing more'}"
+            )
+            break
+    only_zh, only_en = zh.inline - en.inline, en.inline - zh.inline
+    if only_zh or only_en:
+        problems.append(
+            f"{name}: inline glue/citation keys differ: "
+            f"zh only {sorted(only_zh.elements())}, en only {sorted(only_en.elements())}"
+        )
+    return problems
 
 
 def parity_problems(docs: Path) -> list[str]:
-    """List every page that lacks its counterpart or whose code cells differ."""
+    """List every page that lacks its counterpart or whose code or structure differ."""
     zh, en = pages(docs / "zh"), pages(docs / "en")
     problems = [
         f"{name}: exists in docs/{'zh' if name in zh else 'en'} only"
         for name in sorted(set(zh) ^ set(en))
     ]
     for name in sorted(set(zh) & set(en)):
-        a, b = code_cells(zh[name]), code_cells(en[name])
-        if len(a) != len(b):
-            problems.append(f"{name}: {len(a)} code cells in zh, {len(b)} in en")
-            continue
-        for i, (x, y) in enumerate(zip(a, b), start=1):
-            if x != y:
-                problems.append(f"{name}: code cell {i} differs between zh and en")
+        a, b = read_page(zh[name]), read_page(en[name])
+        problems += code_problems(name, a, b) + structure_problems(name, a, b)
     return problems
 
 
