@@ -34,6 +34,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "sphinx_copybutton",
+    "sphinxcontrib.bibtex",
     "book_build",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
@@ -53,6 +54,11 @@ nb_output_stderr = "warn"  # stderr output becomes a warning, -W makes it fatal
 nb_execution_timeout = 180
 nb_execution_show_tb = True
 nb_merge_streams = True
+
+# --- citations: one .bib for both editions; docs/<lang>/references.md lists them
+bibtex_bibfiles = ["docs/references.bib"]  # relative to this file
+bibtex_default_style = "plain"
+bibtex_reference_style = "author_year"
 
 # --- autodoc ----------------------------------------------------------------
 autodoc_member_order = "bysource"

@@ -193,6 +193,16 @@ def _report_stderr(app, doctree):
         logger.warning("a code cell wrote to stderr:\n%s", text[:2000], location=node)
 
 
+# --- quoted literature figures ---------------------------------------------
+def lit_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{lit}`40–80 GB``` marks a figure quoted from a paper, not measured here.
+
+    It renders as plain text; ``tools/check_prose.py`` requires a citation in
+    the same paragraph, and lets no other typed measurement through.
+    """
+    return [nodes.inline(rawtext, text, classes=["lit"])], []
+
+
 def setup(app):
     try:
         import jieba
@@ -201,6 +211,7 @@ def setup(app):
     except ImportError:  # pragma: no cover
         pass
     app.add_search_language(ChineseQuerySearch)
+    app.add_role("lit", lit_role)
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)
     app.connect("html-page-context", _offer_notebook, priority=500)

@@ -1,0 +1,82 @@
+"""Format the code cells of every page with ruff (line length 88).
+
+Usage: python tools/format_cells.py [--check] [DOCS_DIR]
+
+Both editions hold identical code cells, and ruff is deterministic, so they
+stay identical. Cell options (``:tags: [...]`` or a ``---`` YAML block) are
+kept as they are. With ``--check`` nothing is written; the exit code is 1
+and the cells that would change are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE_LENGTH = 88
+CODE_CELL = re.compile(r"^(?P<fence>`{3,}|~{3,})\{code-cell\}(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                       re.M | re.S)
+
+
+def split_options(body: str) -> tuple[str, str]:
+    """(options text, code) of a code-cell body."""
+    lines = body.split("\n")
+    if lines[0].strip() == "---":
+        end = lines.index("---", 1) + 1
+    else:
+        end = 0
+        while end < len(lines) and re.match(r"^:[\w-]+:", lines[end]):
+            end += 1
+    return "\n".join(lines[:end]) + ("\n" if end else ""), "\n".join(lines[end:])
+
+
+def ruff_format(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--line-length", str(LINE_LENGTH),
+         "--stdin-filename", "cell.py", "-"],
+        input=code, capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        raise ValueError(result.stderr.strip())
+    return result.stdout
+
+
+def format_page(text: str) -> tuple[str, list[int]]:
+    """Return the page with formatted cells and the numbers of the cells that changed."""
+    changed = []
+
+    def one(m: re.Match, counter=[0]) -> str:
+        counter[0] += 1
+        options, code = split_options(m.group("body"))
+        new = ruff_format(code.strip("\n") + "\n")
+        if new != code:
+            changed.append(counter[0])
+        return f"{m.group('fence')}{{code-cell}}{m.group('info')}\n{options}{new}{m.group('fence')}"
+
+    return CODE_CELL.sub(one, text), changed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("docs", nargs="?", type=Path, default=ROOT / "docs")
+    args = parser.parse_args(argv)
+    dirty = 0
+    for path in sorted(args.docs.glob("*/*.md")):
+        text = path.read_text(encoding="utf-8")
+        new, changed = format_page(text)
+        if changed:
+            dirty += 1
+            print(f"{path.relative_to(args.docs)}: cells {changed} "
+                  + ("need formatting (python tools/format_cells.py)" if args.check else "formatted"))
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    return 1 if (args.check and dirty) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
