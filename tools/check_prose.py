@@ -14,7 +14,7 @@ Measured numbers
 Terms
     The zh glossary (``docs/zh/glossary.md``) is the single source of zh
     terms. An entry may list the other translations a reader meets elsewhere
-    in a line ``别处也译作：A、B。``; those variants must not appear in the
+    in a line ``别处也写作：A、B。``; those variants must not appear in the
     zh prose (code, inline code and math are not prose).
 """
 
@@ -36,7 +36,7 @@ UNITS = (
 )
 NUMBER = r"\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
 MEASURED = re.compile(
-    rf"(?<![\w.\-]){NUMBER}(?:\s*[-–~]\s*{NUMBER})?\s?(?:{UNITS})(?![\w/])(?!\s*{NUMBER})"
+    rf"(?<![A-Za-z0-9_.\-]){NUMBER}(?:\s*[-–~]\s*{NUMBER})?\s?(?:{UNITS})(?![A-Za-z0-9_/])(?!\s*{NUMBER})"
 )
 SPELLED_DURATION = re.compile(
     r"\b(?:half an? (?:minute|second|hour)|(?:a|one) (?:minute|hour)"
@@ -44,7 +44,7 @@ SPELLED_DURATION = re.compile(
     r"|[半一二两三四五几数十]+(?:分钟|秒钟|小时)",
     re.I,
 )
-GLOSSARY_VARIANTS = re.compile(r"别处也译作：([^。\n]+)。")
+GLOSSARY_VARIANTS = re.compile(r"别处也写作：([^。\n]+)。")
 TERM_LINE = re.compile(r"^(\S[^\n]*)$")
 
 
@@ -89,7 +89,7 @@ def glossary_terms(glossary: Path) -> dict[str, list[str]]:
 def _variant_pattern(variant: str) -> re.Pattern:
     # Latin variants match whole words (token, tokens), not parts of others.
     if re.fullmatch(r"[A-Za-z ]+", variant):
-        return re.compile(rf"\b{re.escape(variant)}s?\b", re.I)
+        return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(variant)}s?(?![A-Za-z0-9_])", re.I)
     return re.compile(re.escape(variant))
 
 
@@ -104,11 +104,11 @@ def term_problems(docs: Path) -> list[str]:
     for path in sorted((docs / "zh").rglob("*.md")):
         name = f"zh/{path.relative_to(docs / 'zh').as_posix()}"
         for para in read_page(path).paragraphs:
-            if GLOSSARY_VARIANTS.search(para.text):
-                continue  # the glossary's own list of variants
+            # The glossary's own lists of variants are blanked, not skipped.
+            text = GLOSSARY_VARIANTS.sub(lambda m: " " * len(m.group(0)), para.text)
             for term, variant, pattern in variants:
-                for m in pattern.finditer(para.text):
-                    line = para.line + para.text[: m.start()].count("\n")
+                for m in pattern.finditer(text):
+                    line = para.line + text[: m.start()].count("\n")
                     problems.append(f"{name}:{line}: {m.group(0)!r} is a variant of the "
                                     f"glossary term {term!r}; write {term!r}")
     return problems
