@@ -45,6 +45,8 @@ SPELLED_DURATION = re.compile(
     re.I,
 )
 GLOSSARY_VARIANTS = re.compile(r"别处也写作：([^。\n]+)。")
+# A glossary entry names its English term ("英文：token。") and its variants; neither is prose.
+GLOSSARY_NAMES = re.compile(r"英文：[^。\n]+。|别处也写作：[^。\n]+。")
 TERM_LINE = re.compile(r"^(\S[^\n]*)$")
 
 
@@ -105,7 +107,7 @@ def term_problems(docs: Path) -> list[str]:
         name = f"zh/{path.relative_to(docs / 'zh').as_posix()}"
         for para in read_page(path).paragraphs:
             # The glossary's own lists of variants are blanked, not skipped.
-            text = GLOSSARY_VARIANTS.sub(lambda m: " " * len(m.group(0)), para.text)
+            text = GLOSSARY_NAMES.sub(lambda m: " " * len(m.group(0)), para.text)
             for term, variant, pattern in variants:
                 for m in pattern.finditer(text):
                     line = para.line + text[: m.start()].count("\n")
