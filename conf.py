@@ -54,6 +54,9 @@ nb_output_stderr = "warn"  # stderr output becomes a warning, -W makes it fatal
 nb_execution_timeout = 180
 nb_execution_show_tb = True
 nb_merge_streams = True
+# The toggle of a cell tagged hide-input, in the page's language.
+nb_code_prompt_show = {"zh": "显示代码", "en": "Show code"}[LANG]
+nb_code_prompt_hide = {"zh": "隐藏代码", "en": "Hide code"}[LANG]
 
 # --- citations: one .bib for both editions; docs/<lang>/references.md lists them
 bibtex_bibfiles = ["docs/references.bib"]  # relative to this file
@@ -74,6 +77,9 @@ templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static", book_build.offline_mathjax_dir()]
 html_css_files = ["book.css"]
 mathjax_path = "mathjax/tex-chtml.js"
+# The theme's UI strings its zh catalogue lacks (docs/locale/zh_CN/LC_MESSAGES/sphinx.po).
+locale_dirs = ["../locale"]  # relative to docs/<lang>
+gettext_auto_build = True
 html_search_language = "zh" if LANG == "zh" else "en"
 # Domain words for jieba, so 多头注意力 and friends are indexed as words.
 html_search_options = {"dict": str(ROOT / "docs" / "_ext" / "jieba_terms.txt")} if LANG == "zh" else {}
@@ -100,4 +106,6 @@ html_theme_options = {
     "use_download_button": True,
     "use_fullscreen_button": False,
     "article_header_end": ["lang-switch.html", "article-header-buttons.html"],
+    "search_bar_text": {"zh": "搜索本书……", "en": "Search this book…"}[LANG],
+    "toc_title": {"zh": "本页目录", "en": "Contents"}[LANG],
 }

@@ -1,6 +1,6 @@
 """Format the code cells of every page with ruff (line length 88).
 
-Usage: python tools/format_cells.py [--check] [DOCS_DIR]
+Usage: python tools/format_cells.py [--check] [DOCS_DIR | PAGE.md ...]
 
 Both editions hold identical code cells, and ruff is deterministic, so they
 stay identical. Cell options (``:tags: [...]`` or a ``---`` YAML block) are
@@ -63,15 +63,17 @@ def format_page(text: str) -> tuple[str, list[int]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("docs", nargs="?", type=Path, default=ROOT / "docs")
+    parser.add_argument("paths", nargs="*", type=Path, default=[ROOT / "docs"],
+                        help="the docs folder (every page of both editions) or single pages")
     args = parser.parse_args(argv)
     dirty = 0
-    for path in sorted(args.docs.glob("*/*.md")):
+    pages = [p for arg in args.paths for p in (sorted(arg.glob("*/*.md")) if arg.is_dir() else [arg])]
+    for path in pages:
         text = path.read_text(encoding="utf-8")
         new, changed = format_page(text)
         if changed:
             dirty += 1
-            print(f"{path.relative_to(args.docs)}: cells {changed} "
+            print(f"{path}: cells {changed} "
                   + ("need formatting (python tools/format_cells.py)" if args.check else "formatted"))
             if not args.check:
                 path.write_text(new, encoding="utf-8")

@@ -180,6 +180,25 @@ def _offer_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+# --- the theme's header buttons in the page's language -------------------------
+# sphinx-book-theme's own zh_CN catalogue says 列印成 PDF (Taiwanese usage).
+ZH_BUTTON_LABELS = {"列印成 PDF": "打印为 PDF", "Print to PDF": "打印为 PDF"}
+
+
+def _localise_header_buttons(app, pagename, templatename, context, doctree):
+    if not app.config.language.startswith("zh"):
+        return
+
+    def fix(buttons):
+        for button in buttons or []:
+            for key in ("tooltip", "label"):
+                if button.get(key) in ZH_BUTTON_LABELS:
+                    button[key] = ZH_BUTTON_LABELS[button[key]]
+            fix(button.get("buttons"))
+
+    fix(context.get("header_buttons"))
+
+
 # --- stderr shown in the build log ------------------------------------------
 def _report_stderr(app, doctree):
     """Say what a cell wrote to stderr (myst-nb's own warning only counts it)."""
@@ -215,5 +234,6 @@ def setup(app):
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)
     app.connect("html-page-context", _offer_notebook, priority=500)
+    app.connect("html-page-context", _localise_header_buttons, priority=900)
     app.connect("build-finished", _write_exec_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
