@@ -76,6 +76,7 @@ html_favicon = "docs/_static/favicon.svg"
 templates_path = ["docs/_templates"]
 html_static_path = ["docs/_static", book_build.offline_mathjax_dir()]
 html_css_files = ["book.css"]
+html_js_files = ["book.js"]
 mathjax_path = "mathjax/tex-chtml.js"
 # The theme's UI strings its zh catalogue lacks (docs/locale/zh_CN/LC_MESSAGES/sphinx.po).
 locale_dirs = ["../locale"]  # relative to docs/<lang>

@@ -1,8 +1,9 @@
 """A character-level language model around :class:`mha_book.decoder.CausalDecoder`.
 
 Taught in chapter 10-decoder-char-lm: a tokenizer over characters, random
-training windows, a training loop with a progress bar, a unigram baseline,
-sampling with a temperature, and a checkpoint that round-trips exactly.
+training windows, a training loop (with an optional progress bar and a
+compact loss table afterwards), a unigram baseline, sampling with a
+temperature, and a checkpoint that round-trips exactly.
 
 Legend: B batch, T block (context) length, V vocabulary size, N corpus length.
 """
@@ -186,12 +187,60 @@ def evaluate(model: CausalDecoder, ids: torch.Tensor, block_size: int, *, batch_
 
 @dataclass
 class TrainHistory:
-    """What :func:`train` measured: the loss of every step and the validation losses."""
+    """What :func:`train` measured: the loss of every step and the validation losses.
+
+    ``seconds`` is the wall-clock time of the whole loop, validation included.
+    """
 
     train_loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
     seconds: float = 0.0
+
+    def summary(self, every: int | None = None) -> str:
+        """A compact loss table, for printing once after training instead of a live log.
+
+        One row per ``every`` steps (default: one row per validation step, or a
+        single row for the last step when there was no validation). A row gives
+        the step, the mean training loss over the steps since the previous row,
+        and the validation loss measured at that step (blank if none was).
+
+        Args:
+            every: Steps between rows (None: the validation steps).
+
+        Returns:
+            The table as text, one line per row after a header.
+
+        Example:
+            >>> h = TrainHistory([4.0, 3.0, 2.0, 1.0], val_steps=[2, 4], val_loss=[3.25, 1.5])
+            >>> print(h.summary())
+             step  train_loss  val_loss
+                2       3.500     3.250
+                4       1.500     1.500
+            >>> print(h.summary(every=3))
+             step  train_loss  val_loss
+                3       3.000
+                4       1.000     1.500
+        """
+        n = len(self.train_loss)
+        if n == 0:
+            raise ValueError("the history is empty: nothing was trained")
+        if every is not None:
+            check_positive_int(every, "every")
+            rows = [*range(every, n, every), n]
+        else:
+            rows = [step for step in self.val_steps if step <= n] or [n]
+        val = dict(zip(self.val_steps, self.val_loss))
+        lines = [f"{'step':>5}  {'train_loss':>10}  {'val_loss':>8}"]
+        previous = 0
+        for step in rows:
+            window = self.train_loss[previous:step]
+            line = f"{step:>5}  {sum(window) / len(window):>10.3f}"
+            if step in val:
+                line += f"  {val[step]:>8.3f}"
+            lines.append(line)
+            previous = step
+        return "\n".join(lines)
 
 
 def _learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
@@ -224,7 +273,11 @@ def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_si
         val_ids: Validation corpus; evaluated every ``eval_every`` steps and at the end.
         eval_every: Steps between validation evaluations (None: only at the end).
         eval_windows: Windows of ``val_ids`` per evaluation.
-        progress: Show a progress bar (tqdm, written to stdout, never stderr).
+        progress: Show a live progress bar while training (tqdm, written to
+            stdout, never stderr), meant for an interactive session or a
+            terminal. Code whose output is kept (the book's pages, tests,
+            logs) passes ``progress=False`` and prints
+            :meth:`TrainHistory.summary` once training is over.
 
     Returns:
         A :class:`TrainHistory`.

@@ -54,16 +54,72 @@ def setup_fonts() -> None:
     _fonts_ready = True
 
 
+FIGURE_DPI = 110
+# PNG text key under which figure_png records the smallest text of a figure,
+# in image pixels; the browser tests check it against the size shown on a phone.
+MIN_TEXT_KEY = "mha_book:min_text_px"
+
+
 def _register_notebook_display() -> None:
     """Let a notebook show a bare Figure (one not made by pyplot) as a PNG."""
     try:
         from IPython import get_ipython
-        from IPython.core.pylabtools import select_figure_formats
     except ImportError:  # pragma: no cover - IPython is optional
         return
     shell = get_ipython()
     if shell is not None and hasattr(shell, "display_formatter"):
-        select_figure_formats(shell, {"png"}, dpi=110, bbox_inches="tight")
+        from matplotlib.figure import Figure
+
+        shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
+def smallest_text_pt(fig: Figure) -> float:
+    """Font size in points of the smallest text the figure draws (inf if none).
+
+    Tick labels count only for the ticks in view (matplotlib keeps spare Tick
+    objects whose labels are never drawn).
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots()
+        >>> _ = ax.set_title("t", fontsize=12); ax.tick_params(labelsize=9)
+        >>> smallest_text_pt(fig)
+        9.0
+    """
+    from matplotlib.axis import Tick
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # lay out, so tick labels are final
+    tick_labels = {id(label) for tick in fig.findobj(Tick)
+                   for label in (tick.label1, tick.label2)}
+    texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels]
+    for ax in fig.axes:  # the tick labels in view
+        texts += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    sizes = [t.get_fontsize() for t in texts if t.get_visible() and t.get_text().strip()]
+    return float(min(sizes, default=float("inf")))
+
+
+def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
+    """Render a figure as PNG bytes, recording its smallest text size in the file.
+
+    This is the notebook's PNG formatter for every Figure (see
+    :func:`setup_fonts`). The PNG carries a text chunk ``MIN_TEXT_KEY`` with
+    the smallest text in image pixels (points x dpi / 72).
+
+    Example:
+        >>> from PIL import Image; import io
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots(); ax.tick_params(labelsize=9)
+        >>> Image.open(io.BytesIO(figure_png(fig))).text[MIN_TEXT_KEY]
+        '13.75'
+    """
+    import io
+
+    smallest = smallest_text_pt(fig) * dpi / 72
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
+                metadata={MIN_TEXT_KEY: f"{smallest:.2f}"})
+    return buf.getvalue()
 
 
 def new_figure(**kwargs) -> Figure:
@@ -106,6 +162,7 @@ def plot_attention(
         k_tokens: S labels for the columns (key tokens); defaults to
             ``q_tokens`` when T == S.
         titles: one title per head; defaults to "head 0", "head 1", ...
+            ("头 0", ... in the zh book).
         ncols: number of columns of the grid.
         cmap: matplotlib colour map.
         cell_size: inches per heatmap cell.
@@ -138,7 +195,10 @@ def plot_attention(
     _check_labels("q_tokens", q_tokens, T)
     _check_labels("k_tokens", k_tokens, S)
     if titles is None:
-        titles = [f"head {h}" for h in range(num_heads)] if num_heads > 1 else [""]
+        from mha_book.book import pick
+
+        word = pick("头", "head")  # the book's language (MHA_BOOK_LANG)
+        titles = [f"{word} {h}" for h in range(num_heads)] if num_heads > 1 else [""]
     _check_labels("titles", titles, num_heads)
     if ncols < 1:
         raise ValueError(f"ncols must be >= 1, got {ncols}")
@@ -165,7 +225,7 @@ def plot_attention(
                 for j in range(S):
                     value = data[h, i, j]
                     ax.text(j, i, f"{value:.2f}", ha="center", va="center",
-                            fontsize=7, color="white" if value > 0.6 else "black")
+                            fontsize=9, color="white" if value > 0.6 else "black")
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
     return fig
 

@@ -23,7 +23,8 @@ def site() -> Path:
 
 # What a scratch copy of the repository needs to build a book exactly like `make html`.
 BUILD_MACHINERY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
-                   "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html"]
+                   "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html",
+                   "docs/references.bib", "docs/locale"]
 
 
 def copy_build_machinery(dest: Path) -> Path:
@@ -32,7 +33,7 @@ def copy_build_machinery(dest: Path) -> Path:
         src, dst = ROOT / name, dest / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
         else:
             shutil.copy2(src, dst)
     return dest

@@ -118,3 +118,24 @@ def test_parity_problems_stop_the_build(scratch):
     result = build(scratch, cell("print(1)"))
     assert result.returncode != 0
     assert "extra.md: exists in docs/zh only" in result.stdout
+
+
+def test_a_typed_measurement_stops_the_build(scratch):
+    typed = "Training took 95 s.\n\n"
+    result = build(scratch, cell("print(1)"), typed)
+    assert result.returncode != 0
+    assert "index.md:" in result.stdout and "typed measurement '95 s'" in result.stdout
+    glued = "Training took {glue:text}`secs` s.\n\n"
+    result = build(scratch, cell("from myst_nb import glue\nglue('secs', '95', display=False)"), glued)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_structure_difference_stops_the_build(scratch):
+    for lang, extra in (("zh", "## 小节\n\n"), ("en", "")):
+        page = scratch / "docs" / lang / "index.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(HEADER + extra + cell("print(1)"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "tools/build_book.py", "--langs", "zh"],
+                            cwd=scratch, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "index.md: structure differs at element 2: zh has heading h2" in result.stdout

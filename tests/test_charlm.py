@@ -8,6 +8,7 @@ import torch
 from mha_book import corpus
 from mha_book.charlm import (
     CharTokenizer,
+    TrainHistory,
     evaluate,
     get_batch,
     load_checkpoint,
@@ -102,6 +103,35 @@ def test_progress_bar_goes_to_stdout(tokenizer, capsys):
     captured = capsys.readouterr()
     assert "3/3" in captured.out
     assert captured.err == ""
+
+
+def test_without_progress_training_prints_nothing(tokenizer, capsys):
+    model = tiny_model(tokenizer.vocab_size)
+    train(model, tokenizer.encode(TEXT), steps=3, batch_size=2, block_size=8, progress=False)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_summary_is_one_row_per_validation_step(tokenizer):
+    ids = tokenizer.encode(TEXT)
+    train_ids, val_ids = split_ids(ids)
+    h = train(tiny_model(tokenizer.vocab_size), train_ids, steps=20, batch_size=4,
+              block_size=16, val_ids=val_ids, eval_every=8, progress=False)
+    lines = h.summary().splitlines()
+    assert lines[0].split() == ["step", "train_loss", "val_loss"]
+    rows = [line.split() for line in lines[1:]]
+    assert [int(r[0]) for r in rows] == h.val_steps == [8, 16, 20]
+    assert math.isclose(float(rows[0][1]), sum(h.train_loss[:8]) / 8, abs_tol=5e-4)
+    assert math.isclose(float(rows[2][1]), sum(h.train_loss[16:]) / 4, abs_tol=5e-4)
+    assert [float(r[2]) for r in rows] == [round(v, 3) for v in h.val_loss]
+    every = [line.split() for line in h.summary(every=5).splitlines()[1:]]
+    assert [r[0] for r in every] == ["5", "10", "15", "20"]
+    assert [len(r) for r in every] == [2, 2, 2, 3]  # validation only at step 20
+    no_val = train(tiny_model(tokenizer.vocab_size), train_ids, steps=4, batch_size=2,
+                   block_size=8, progress=False)
+    assert len(no_val.summary().splitlines()) == 2  # a single row, for the last step
+    with pytest.raises(ValueError, match="empty"):
+        TrainHistory().summary()
 
 
 def test_sampling_is_seeded_and_respects_the_prompt(tokenizer):

@@ -35,7 +35,7 @@ def scratch_repo(tmp_path: Path, page: str) -> Path:
     copy_build_machinery(tmp_path)
     for lang in ("zh", "en"):
         (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
-        for name in ("index.md", "api.md", "glossary.md", f"{page}.md"):
+        for name in ("index.md", "api.md", "glossary.md", "references.md", f"{page}.md"):
             shutil.copy2(ROOT / "docs" / lang / name, tmp_path / "docs" / lang / name)
     return tmp_path
 

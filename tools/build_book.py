@@ -25,6 +25,7 @@ LANGS = ("zh", "en")
 sys.path.insert(0, str(ROOT / "tools"))
 
 from check_parity import parity_problems  # noqa: E402
+from check_prose import prose_problems  # noqa: E402
 
 
 def sphinx_command(lang: str, srcdir: Path, outdir: Path, doctrees: Path) -> list[str]:
@@ -105,7 +106,7 @@ def print_exec_table(rows: list[tuple]) -> None:
 
 
 def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
-    """Copy index, api, glossary and the chosen pages into build/partial_docs.
+    """Copy index, api, glossary, references and the chosen pages into build/partial_docs.
 
     Pages include package sources as ``../../mha_book/...``; a link from
     build/mha_book keeps that path valid. Copies get a fresh mtime, so Sphinx
@@ -114,7 +115,7 @@ def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
     os.environ["MHA_BOOK_PARTIAL"] = "1"
     part = build / "partial_docs"
     shutil.rmtree(part, ignore_errors=True)
-    wanted = {"index", "api", "glossary", *(p.removesuffix(".md") for p in pages)}
+    wanted = {"index", "api", "glossary", "references", *(p.removesuffix(".md") for p in pages)}
     for lang in LANGS:
         for name in sorted(wanted):
             src = docs / lang / f"{name}.md"
@@ -202,6 +203,13 @@ def main(argv=None) -> int:
         for p in problems:
             print(f"parity: {p}")
         print("build FAILED: the zh and en books must have the same pages, code cells and structure")
+        return 1
+    problems = prose_problems(docs)
+    if problems:
+        for p in problems:
+            print(f"prose: {p}")
+        print("build FAILED: measured numbers must be glued from the execution and zh terms "
+              "must be the glossary's (tools/check_prose.py)")
         return 1
     out = build / "html"
     code = run_builds(docs, build, args.langs)

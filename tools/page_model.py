@@ -99,6 +99,14 @@ def _split_options(body: str) -> tuple[dict[str, str], str]:
     return options, "\n".join(lines[i:])
 
 
+def _shown_text(role: str, content: str) -> str:
+    """The words a cross-reference role shows the reader (other roles: a space)."""
+    if role in ("term", "ref", "doc"):
+        m = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
+        return m.group(1) if m else (content if role == "term" else " ")
+    return " "
+
+
 def _inline(tok, line: int) -> Paragraph:
     text, roles = [], []
     for child in tok.children or []:
@@ -109,7 +117,7 @@ def _inline(tok, line: int) -> Paragraph:
         elif child.type == "myst_role":
             name = child.meta.get("name", "")
             roles.append((name, child.content))
-            text.append(" ")
+            text.append(_shown_text(name, child.content))
         elif child.type in ("code_inline", "math_inline"):
             text.append(" ")
     return Paragraph(line, "".join(text), roles)

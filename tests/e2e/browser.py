@@ -147,3 +147,146 @@ def search_hits(page, base: str, lang: str, query: str) -> list[str]:
     )
     hrefs = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))")
     return sorted({re.sub(r"[?#].*$", "", h) for h in hrefs})
+
+
+# --- reading on a phone --------------------------------------------------------
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+MIN_TEXT_CSS_PX = 9.0
+MIN_TEXT_KEY = "mha_book:min_text_px"  # written by mha_book.plot.figure_png
+
+SCROLL_JS = """(width) => {
+  // Content past the right edge either scrolls the page sideways or is cut
+  // off by a clipping ancestor; both are faults. Inside a box that scrolls on
+  // its own (a code block, a wide table) it is fine.
+  // `width` is the device's: a mobile browser widens its layout viewport
+  // (window.innerWidth) to fit content that sticks out, then zooms out.
+  const doc = document.documentElement;
+  const scrollsItself = (el) => {
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if ((o === "auto" || o === "scroll") && a.getBoundingClientRect().right <= width + 1) return true;
+    }
+    return false;
+  };
+  const wide = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const r = el.getBoundingClientRect(), style = getComputedStyle(el);
+    if (r.width === 0 || r.right <= width + 1 || style.position === "fixed") continue;
+    // mjx-assistive-mml is MathJax's clipped, invisible copy for screen readers.
+    if (style.visibility === "hidden" || el.closest("[hidden], .onlyprint, .d-none, mjx-assistive-mml")) continue;
+    if (scrollsItself(el)) continue;
+    wide.push(`${el.tagName.toLowerCase()}${el.className ? "." + [...el.classList].join(".") : ""}`
+              + ` reaches ${Math.round(r.right)} px`);
+  }
+  return {scrollWidth: Math.max(doc.scrollWidth, window.innerWidth), innerWidth: width, wide};
+}"""
+
+
+def horizontal_scroll_problems(page, url: str) -> list[str]:
+    """Nothing may stick out to the right: no sideways page scroll, no clipped content.
+
+    Code blocks and tables may scroll inside themselves.
+    """
+    page.goto(url, wait_until="networkidle")
+    r = page.evaluate(SCROLL_JS, page.viewport_size["width"])
+    problems = []
+    if r["scrollWidth"] > r["innerWidth"] + 1:
+        problems.append(f"page is {r['scrollWidth']} px wide in a {r['innerWidth']} px viewport")
+    if r["wide"]:
+        problems.append(f"{len(r['wide'])} element(s) past the right edge of the "
+                        f"{r['innerWidth']} px viewport, e.g. {r['wide'][:3]}")
+    return problems
+
+
+FIGURES_JS = """async () => {
+  const out = [];
+  for (const img of document.querySelectorAll("article.bd-article img")) {
+    img.loading = "eager";
+    try { await img.decode(); } catch (e) {}
+    const link = img.closest("a");
+    out.push({src: img.getAttribute("src"), url: img.src,
+              natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+              fullSizeLink: !!link && link.href === img.src,
+              zoom: !!img.closest("figure.book-zoom")});
+  }
+  return out;
+}"""
+
+
+def figure_text_sizes(page, url: str, site: Path) -> list[dict]:
+    """For every figure of the page: the CSS size its smallest text is shown at."""
+    from PIL import Image
+
+    page.goto(url, wait_until="networkidle")
+    figures = []
+    for fig in page.evaluate(FIGURES_JS):
+        path = site / urlsplit(fig["url"]).path.lstrip("/")
+        record = Image.open(path).text.get(MIN_TEXT_KEY) if path.suffix == ".png" else None
+        fig["min_text_px"] = float(record) if record is not None else None
+        scale = fig["shown"] / fig["natural"] if fig["natural"] else 0.0
+        fig["shown_text_px"] = fig["min_text_px"] * scale if record is not None else None
+        figures.append(fig)
+    return figures
+
+
+def figure_text_problems(page, url: str, site: Path) -> list[str]:
+    """Every figure's smallest text must be legible at this viewport.
+
+    A figure passes when its smallest text is shown at >= 9 CSS px. The one
+    exception is a dense overview (a grid of dozens of heatmaps) marked
+    ``:figclass: book-zoom`` in the page: it passes when a tap opens the
+    full-size image and its text is >= 9 px there.
+    """
+    problems = []
+    for fig in figure_text_sizes(page, url, site):
+        if fig["min_text_px"] is None:
+            problems.append(f"{fig['src']}: no text-size record (not drawn by mha_book.plot?)")
+        elif fig["shown_text_px"] >= MIN_TEXT_CSS_PX:
+            continue
+        elif not (fig["zoom"] and fig["fullSizeLink"] and fig["min_text_px"] >= MIN_TEXT_CSS_PX):
+            problems.append(f"{fig['src']}: smallest text shown at {fig['shown_text_px']:.1f} px "
+                            f"(image {fig['natural']} px wide shown at {fig['shown']:.0f} px; "
+                            f"full size {fig['min_text_px']:.1f} px; zoom figure: {fig['zoom']})")
+    return problems
+
+
+# --- the zh interface speaks Chinese ----------------------------------------------
+# Latin words a zh reader may see in the page chrome: names, file types, keys.
+UI_LATIN_ALLOWED = {
+    "PyTorch", "FlashAttention", "MQA", "GQA", "KV", "BERT", "API", "mha_book", "torch",
+    "cpu", "Ctrl", "K", "English", "ipynb", "md", "pdf", "PDF",
+}
+UI_TEXT_JS = """() => {
+  const areas = document.querySelectorAll(
+    ".bd-header, .bd-header-article, .bd-sidebar-primary, .bd-sidebar-secondary, footer, .bd-footer");
+  // Hidden text counts too (a closed dropdown menu opens on a tap); print-only does not.
+  const visible = (el) => !el.closest(".onlyprint");
+  const out = [];
+  for (const area of areas) {
+    const walker = document.createTreeWalker(area, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      // Links to pages and headings carry the book's own titles, not UI strings.
+      if (!visible(el) || el.closest("nav.bd-docs-nav a, nav.page-toc a, script, style")) continue;
+      if (n.textContent.trim()) out.push(n.textContent.trim());
+    }
+    for (const el of area.querySelectorAll("[title], [aria-label], [placeholder]")) {
+      if (!visible(el)) continue;
+      for (const a of ["title", "aria-label", "placeholder"])
+        if (el.getAttribute(a)) out.push(el.getAttribute(a));
+    }
+  }
+  return out;
+}"""
+
+
+def english_ui_problems(page, url: str) -> list[str]:
+    """Latin words in the header, sidebars and footer of a zh page that are not names."""
+    page.goto(url, wait_until="networkidle")
+    problems = []
+    for text in sorted(set(page.evaluate(UI_TEXT_JS))):
+        words = [w for w in re.findall(r"[A-Za-z_]+", text) if w not in UI_LATIN_ALLOWED]
+        if words:
+            problems.append(f"English UI text {text!r}")
+    return problems

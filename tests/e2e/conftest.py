@@ -13,10 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
+# MHA_BOOK_SITE checks a site built elsewhere (tools/build_book.py --build-dir DIR: DIR/html).
+SITE = Path(os.environ.get("MHA_BOOK_SITE", ROOT / "_build" / "html"))
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 
@@ -35,6 +36,16 @@ def chromium():
 @pytest.fixture
 def page(chromium):
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def phone(chromium):
+    """A page in a phone-sized, touch, high-density viewport (390 CSS px wide)."""
+    context = chromium.new_context(viewport=PHONE, device_scale_factor=3, is_mobile=True,
+                                   has_touch=True, locale="zh-CN")
     page = context.new_page()
     yield page
     context.close()

@@ -5,7 +5,16 @@ import re
 import shutil
 
 import pytest
-from browser import page_problems, search_hits, serve, switch_problems
+from browser import (
+    MIN_TEXT_KEY,
+    english_ui_problems,
+    figure_text_problems,
+    horizontal_scroll_problems,
+    page_problems,
+    search_hits,
+    serve,
+    switch_problems,
+)
 from conftest import SITE
 
 
@@ -68,3 +77,45 @@ def test_a_request_to_another_host_is_reported(page, broken_site):
     with serve(broken_site) as url:
         problems = page_problems(page, f"{url}/en/index.html")
     assert any("left localhost" in p for p in problems), problems
+
+
+def test_a_page_wider_than_a_phone_is_reported(phone, broken_site):
+    html = broken_site / "en" / "01-overview.html"
+    with serve(broken_site) as url:
+        assert horizontal_scroll_problems(phone, f"{url}/en/01-overview.html") == []
+    text = html.read_text(encoding="utf-8")
+    html.write_text(text.replace('<article class="bd-article">',
+                                 '<article class="bd-article"><div style="width:900px">wide</div>'),
+                    encoding="utf-8")
+    with serve(broken_site) as url:
+        problems = horizontal_scroll_problems(phone, f"{url}/en/01-overview.html")
+    assert any("past the right edge of the 390 px viewport" in p and "div reaches" in p
+               for p in problems), problems
+
+
+def test_small_figure_text_is_reported(phone, broken_site):
+    from PIL import Image, PngImagePlugin
+
+    html, src = first_page_with_image(broken_site)
+    with serve(broken_site) as url:
+        assert figure_text_problems(phone, f"{url}/en/{html.name}", broken_site) == []
+    png = html.parent / src
+    image = Image.open(png)
+    info = PngImagePlugin.PngInfo()
+    info.add_text(MIN_TEXT_KEY, "5.00")  # as if every label were drawn at 3.3 pt
+    image.save(png, pnginfo=info)
+    with serve(broken_site) as url:
+        problems = figure_text_problems(phone, f"{url}/en/{html.name}", broken_site)
+    assert any(src in p and "smallest text shown at" in p for p in problems), problems
+
+
+def test_english_in_the_zh_interface_is_reported(page, broken_site):
+    html = broken_site / "zh" / "01-overview.html"
+    with serve(broken_site) as url:
+        assert english_ui_problems(page, f"{url}/zh/01-overview.html") == []
+    text = html.read_text(encoding="utf-8")
+    assert "显示或隐藏全书目录" in text
+    html.write_text(text.replace("显示或隐藏全书目录", "Toggle primary sidebar"), encoding="utf-8")
+    with serve(broken_site) as url:
+        problems = english_ui_problems(page, f"{url}/zh/01-overview.html")
+    assert problems == ["English UI text 'Toggle primary sidebar'"]

@@ -3,12 +3,22 @@
 import re
 
 import pytest
-from browser import page_problems, search_hits, site_pages, switch_problems
+from browser import (
+    DESKTOP,
+    PHONE,
+    english_ui_problems,
+    figure_text_problems,
+    horizontal_scroll_problems,
+    page_problems,
+    search_hits,
+    site_pages,
+    switch_problems,
+)
 from conftest import SCREENSHOTS, SITE
 
 LANGS = (("zh", "en"), ("en", "zh"))
 PAGES = [(lang, other, path) for lang, other in LANGS for path in site_pages(SITE, lang)]
-SCREENSHOT_PAGES = ["index.html", "01-overview.html", "05-verification.html"]
+SCREENSHOT_PAGES = ["05-verification.html", "10-decoder-char-lm.html", "11-pretrained-bert.html"]
 
 
 @pytest.mark.parametrize("lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES])
@@ -42,16 +52,37 @@ def test_search_finds_the_chapters(page, site_url, lang, query):
     assert source & found, f"none of the pages containing {query!r} ({sorted(source)}) were found"
 
 
+@pytest.mark.parametrize("lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES])
+def test_no_sideways_scroll_on_a_phone(phone, site_url, lang, other, path):
+    assert horizontal_scroll_problems(phone, f"{site_url}/{lang}/{path}") == []
+
+
+@pytest.mark.parametrize("lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES])
+def test_figure_text_is_legible_on_a_phone(phone, site_url, lang, other, path):
+    assert figure_text_problems(phone, f"{site_url}/{lang}/{path}", SITE) == []
+
+
+ZH_PAGES = [path for lang, _, path in PAGES if lang == "zh"]
+
+
+@pytest.mark.parametrize("path", ZH_PAGES)
+def test_zh_interface_has_no_english(page, phone, site_url, path):
+    for p in (page, phone):  # the sidebars show at 1280 px, the header buttons on both
+        assert english_ui_problems(p, f"{site_url}/zh/{path}") == []
+
+
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_screenshots(page, site_url, lang):
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["390", "1280"])
+def test_screenshots(chromium, site_url, lang, viewport):
+    """Whole-page screenshots for review, in _build/screenshots/<lang>-<page>-<width>.png."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    taken = []
+    phone = viewport is PHONE
+    context = chromium.new_context(viewport=viewport, device_scale_factor=2 if phone else 1,
+                                   is_mobile=phone, has_touch=phone)
+    page = context.new_page()
     for path in SCREENSHOT_PAGES:
-        if not (SITE / lang / path).exists():
-            continue
         page.goto(f"{site_url}/{lang}/{path}", wait_until="networkidle")
-        out = SCREENSHOTS / f"{lang}-{path.removesuffix('.html')}.png"
-        page.screenshot(path=str(out))
+        out = SCREENSHOTS / f"{lang}-{path.removesuffix('.html')}-{viewport['width']}.png"
+        page.screenshot(path=str(out), full_page=True)
         assert out.stat().st_size > 10_000
-        taken.append(out)
-    assert len(taken) == 3
+    context.close()

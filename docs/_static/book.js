@@ -1,0 +1,15 @@
+// A tap on a figure opens the image at its full size: on a phone a wide
+// figure is shrunk to the screen, and its labels are easier to read when the
+// picture can be zoomed on its own.
+document.addEventListener("DOMContentLoaded", () => {
+  const zh = document.documentElement.lang.startsWith("zh");
+  for (const img of document.querySelectorAll("article.bd-article figure img, article.bd-article .cell_output img")) {
+    if (img.closest("a")) continue;
+    const link = document.createElement("a");
+    link.href = img.getAttribute("src");
+    link.className = "book-full-image";
+    link.title = zh ? "查看原尺寸图片" : "Open the full-size image";
+    img.replaceWith(link);
+    link.appendChild(img);
+  }
+});
