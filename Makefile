@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup html test e2e bench serve clean
+.PHONY: setup html test e2e bench format serve clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ e2e: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m mha_book.bench
+
+# Format the code cells of every page with ruff (88 columns).
+format: $(STAMP)
+	$(PY) tools/format_cells.py
 
 serve:
 	@test -f _build/html/index.html || { echo "run 'make html' first"; exit 1; }

@@ -57,7 +57,9 @@ def check_tensor(x: object, name: str) -> torch.Tensor:
     return x
 
 
-def check_rank(x: torch.Tensor, name: str, rank: int, symbols: str, *, at_least: bool = False) -> None:
+def check_rank(
+    x: torch.Tensor, name: str, rank: int, symbols: str, *, at_least: bool = False
+) -> None:
     """Raise ``ValueError`` unless ``x.dim() == rank`` (or ``>= rank``).
 
     Example:
@@ -70,20 +72,35 @@ def check_rank(x: torch.Tensor, name: str, rank: int, symbols: str, *, at_least:
     if not ok:
         dims = f"at least {rank} dims" if at_least else f"{rank} dims"
         raise ValueError(
-            f"{name} must have shape {symbols} ({dims}), got shape {fmt_shape(x.shape)} ({x.dim()} dims)"
+            f"{name} must have shape {symbols} ({dims}), "
+            f"got shape {fmt_shape(x.shape)} ({x.dim()} dims)"
         )
 
 
-def check_same_dtype_device(ref_name: str, ref: torch.Tensor, name: str, x: torch.Tensor) -> None:
-    """Raise ``TypeError`` / ``ValueError`` if ``x`` differs from ``ref`` in dtype / device."""
+def check_same_dtype_device(
+    ref_name: str, ref: torch.Tensor, name: str, x: torch.Tensor
+) -> None:
+    """Raise if ``x`` differs from ``ref`` in dtype or device.
+
+    ``TypeError`` for the dtype, ``ValueError`` for the device.
+    """
     if x.dtype != ref.dtype:
-        raise TypeError(f"{name} must have the dtype of {ref_name} ({ref.dtype}), got {x.dtype}")
+        raise TypeError(
+            f"{name} must have the dtype of {ref_name} ({ref.dtype}), got {x.dtype}"
+        )
     if x.device != ref.device:
-        raise ValueError(f"{name} must be on the device of {ref_name} ({ref.device}), got {x.device}")
+        raise ValueError(
+            f"{name} must be on the device of {ref_name} ({ref.device}), got {x.device}"
+        )
 
 
-def check_mask(mask: object, target: Sequence[int], *, device: torch.device | None = None,
-               name: str = "mask") -> torch.Tensor:
+def check_mask(
+    mask: object,
+    target: Sequence[int],
+    *,
+    device: torch.device | None = None,
+    name: str = "mask",
+) -> torch.Tensor:
     """Check a boolean attention mask (True = may attend) against a target shape.
 
     Args:
@@ -144,7 +161,9 @@ def check_positive_int(n: object, name: str) -> int:
             ...
         ValueError: num_heads must be a positive int, got 0
     """
-    if type(n) is not int and (isinstance(n, bool) or not isinstance(n, numbers.Integral)):
+    if type(n) is not int and (
+        isinstance(n, bool) or not isinstance(n, numbers.Integral)
+    ):
         raise TypeError(f"{name} must be a positive int, got {type(n).__name__}")
     if n <= 0:
         raise ValueError(f"{name} must be a positive int, got {n}")

@@ -43,7 +43,9 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
     """Validate the kernel inputs; return the shape of the scores ``(..., T, S)``."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_tensor(x, name)
-        check_rank(x, name, 2, "(..., T, D)" if name == "q" else "(..., S, D)", at_least=True)
+        check_rank(
+            x, name, 2, "(..., T, D)" if name == "q" else "(..., S, D)", at_least=True
+        )
     if not q.is_floating_point():
         raise TypeError(f"q must have a floating-point dtype, got {q.dtype}")
     check_same_dtype_device("q", q, "k", k)
@@ -55,7 +57,8 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
         )
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(
-            f"v must have the key length S of k ({k.shape[-2]}) as its second-to-last dim, "
+            f"v must have the key length S of k ({k.shape[-2]}) "
+            "as its second-to-last dim, "
             f"got v of shape {fmt_shape(v.shape)}"
         )
     lead = q.shape[:-2]
@@ -71,7 +74,9 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
     if mask is not None:
         check_mask(mask, target, device=q.device)
     check_probability(dropout_p, "dropout_p")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, numbers.Real)
+    ):
         raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
     return target
 
@@ -120,7 +125,8 @@ def scaled_dot_product_attention(
 
     Raises:
         TypeError: On a non-tensor input, mismatched dtypes or a non-bool mask.
-        ValueError: On mismatched shapes or devices, or ``dropout_p`` outside ``[0, 1)``.
+        ValueError: On mismatched shapes or devices, or ``dropout_p`` outside
+            ``[0, 1)``.
 
     Example:
         >>> q = torch.randn(2, 8, 10, 64)
@@ -141,7 +147,9 @@ def scaled_dot_product_attention(
     # --- 2. mask: blocked keys get -inf, so softmax gives them weight 0 ---
     empty = None
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))  # (..., T, S), in place: scores is ours
+        scores.masked_fill_(
+            ~mask, float("-inf")
+        )  # (..., T, S), in place: scores is ours
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with no allowed key
         if empty.any():
             # A row of -inf gives softmax 0/0 = NaN: make it finite here and zero
@@ -202,8 +210,10 @@ def fused_attention(
         The attention output.
 
     Example:
-        >>> q, k, v = torch.randn(2, 8, 10, 64), torch.randn(2, 8, 12, 64), torch.randn(2, 8, 12, 64)
-        >>> mask = torch.ones(10, 12, dtype=torch.bool).tril(diagonal=2)  # causal, T=10, S=12
+        >>> q = torch.randn(2, 8, 10, 64)  # T = 10
+        >>> k = torch.randn(2, 8, 12, 64)  # S = 12
+        >>> v = torch.randn(2, 8, 12, 64)
+        >>> mask = torch.ones(10, 12, dtype=torch.bool).tril(diagonal=2)  # causal
         >>> fused_attention(q, k, v, mask).shape
         torch.Size([2, 8, 10, 64])
     """
@@ -211,7 +221,9 @@ def fused_attention(
         _check_qkv(q, k, v, mask, dropout_p, scale)
     empty = None
     if mask is not None:
-        if mask.dim() < 2:  # PyTorch's kernel wants at least (T, S); (S,) broadcasts to it
+        if (
+            mask.dim() < 2
+        ):  # PyTorch's kernel wants at least (T, S); (S,) broadcasts to it
             mask = mask.expand(q.size(-2), k.size(-2))  # (T, S)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
         if empty.any():
@@ -224,4 +236,3 @@ def fused_attention(
     if empty is not None:
         output = output.masked_fill(empty, 0.0)  # (..., T, Dv) fully masked rows -> 0
     return output
-

@@ -15,7 +15,8 @@ Four implementations share the same weights (through
 - (a) explicit: ``MultiHeadAttention(..., need_weights=True)``
 - (b) fast: ``MultiHeadAttention(..., need_weights=False)``
 - (c) torch fast: ``nn.MultiheadAttention(..., need_weights=False)``
-- (d) torch weights: ``nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)``
+- (d) torch weights: ``nn.MultiheadAttention(..., need_weights=True)`` with
+  ``average_attn_weights=False``
 
 Within each repeat the four are timed one after the other, in a shuffled
 order (seeded, see :func:`repeat_orders`); each time is the median over repeats. Each
@@ -63,8 +64,18 @@ from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["main", "run", "paired_ratio", "repeat_orders", "matmul_gflops", "attention_flops",
-           "KERNELS", "kernel_times", "measure_peak_memory", "decode_speed"]
+__all__ = [
+    "main",
+    "run",
+    "paired_ratio",
+    "repeat_orders",
+    "matmul_gflops",
+    "attention_flops",
+    "KERNELS",
+    "kernel_times",
+    "measure_peak_memory",
+    "decode_speed",
+]
 
 FAST_TARGET = 1.0  # fast / torch fast
 EXPLICIT_TARGET = 1.1  # explicit / torch weights
@@ -73,7 +84,10 @@ MATMUL_FRACTION_LENGTH = 2048
 TILED_MEMORY_TARGET = 0.05  # tiled extra memory / reference extra memory at T = 8192
 TILED_MEMORY_LENGTH = 8192
 KERNELS = ("reference", "tiled", "fused")
-RATIOS = {"fast_ratio": ("fast", "torch_fast"), "explicit_ratio": ("explicit", "torch_weights")}
+RATIOS = {
+    "fast_ratio": ("fast", "torch_fast"),
+    "explicit_ratio": ("explicit", "torch_weights"),
+}
 
 
 def attention_flops(B: int, T: int, S: int, E: int) -> int:
@@ -83,7 +97,9 @@ def attention_flops(B: int, T: int, S: int, E: int) -> int:
         >>> attention_flops(2, 128, 128, 512)
         603979776
     """
-    projections = 2 * B * T * E * E * 2 + 2 * B * S * E * E * 2  # q, out (T) and k, v (S)
+    projections = (
+        2 * B * T * E * E * 2 + 2 * B * S * E * E * 2
+    )  # q, out (T) and k, v (S)
     products = 2 * (2 * B * T * S * E)  # QK^T and PV, summed over heads: H·D = E
     return projections + products
 
@@ -104,8 +120,15 @@ def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
     return 2 * n**3 / statistics.median(times) / 1e9
 
 
-def run(lengths, repeats: int, *, B: int = 2, E: int = 512, H: int = 8,
-        min_seconds: float = 0.02) -> list[dict[str, float]]:
+def run(
+    lengths,
+    repeats: int,
+    *,
+    B: int = 2,
+    E: int = 512,
+    H: int = 8,
+    min_seconds: float = 0.02,
+) -> list[dict[str, float]]:
     """Time the four implementations; one result dict per length (times in seconds)."""
     torch.manual_seed(0)
     ours = MultiHeadAttention(E, H).eval()
@@ -117,7 +140,9 @@ def run(lengths, repeats: int, *, B: int = 2, E: int = 512, H: int = 8,
             "explicit": lambda: ours(x, x, x, need_weights=True),
             "fast": lambda: ours(x, x, x, need_weights=False),
             "torch_fast": lambda: theirs(x, x, x, need_weights=False),
-            "torch_weights": lambda: theirs(x, x, x, need_weights=True, average_attn_weights=False),
+            "torch_weights": lambda: theirs(
+                x, x, x, need_weights=True, average_attn_weights=False
+            ),
         }
         names = list(impls)
         times = {name: [] for name in names}
@@ -152,7 +177,9 @@ def repeat_orders(names: Sequence[str], repeats: int, seed: int = 0) -> list[lis
     return [rng.sample(list(names), len(names)) for _ in range(repeats)]
 
 
-def paired_ratio(ours: Sequence[float], reference: Sequence[float]) -> tuple[float, float, float]:
+def paired_ratio(
+    ours: Sequence[float], reference: Sequence[float]
+) -> tuple[float, float, float]:
     """Median and quartiles of ``ours[r] / reference[r]`` over the repeats r.
 
     Both were timed within the same repeat, a few milliseconds apart, so a
@@ -172,6 +199,7 @@ def paired_ratio(ours: Sequence[float], reference: Sequence[float]) -> tuple[flo
 
 # --- kernels: time and peak memory of reference, tiled and fused attention ---
 
+
 def _kernel(name: str, block_size: int) -> Callable[..., torch.Tensor]:
     """The attention output of ``q, k, v`` (B, H, T, D) by one of :data:`KERNELS`."""
     if name == "reference":
@@ -183,14 +211,17 @@ def _kernel(name: str, block_size: int) -> Callable[..., torch.Tensor]:
     raise ValueError(f"kernel must be one of {KERNELS}, got {name!r}")
 
 
-def kernel_times(lengths, repeats: int, *, B: int = 1, H: int = 8, D: int = 64,
-                 block_size: int = 256) -> list[dict[str, float]]:
-    """Median seconds of each kernel on ``(B, H, T, D)`` float32 inputs, one dict per T."""
+def kernel_times(
+    lengths, repeats: int, *, B: int = 1, H: int = 8, D: int = 64, block_size: int = 256
+) -> list[dict[str, float]]:
+    """Median seconds per kernel on ``(B, H, T, D)`` float32 inputs, a dict per T."""
     torch.manual_seed(0)
     fns = {name: _kernel(name, block_size) for name in KERNELS}
     results = []
     for T in lengths:
-        q, k, v = (torch.randn(B, H, T, D) for _ in range(3))  # (B, H, T, D) each, S = T
+        q, k, v = (
+            torch.randn(B, H, T, D) for _ in range(3)
+        )  # (B, H, T, D) each, S = T
         times = {name: [] for name in KERNELS}
         with torch.inference_mode():
             for fn in fns.values():
@@ -198,7 +229,9 @@ def kernel_times(lengths, repeats: int, *, B: int = 1, H: int = 8, D: int = 64,
             for order in repeat_orders(KERNELS, repeats):
                 for name in order:
                     times[name].append(_time(lambda: fns[name](q, k, v), 1))
-        results.append({"T": T, **{name: statistics.median(t) for name, t in times.items()}})
+        results.append(
+            {"T": T, **{name: statistics.median(t) for name, t in times.items()}}
+        )
     return results
 
 
@@ -217,12 +250,14 @@ def _reset_peak_rss() -> None:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
     except OSError as err:
-        raise RuntimeError("measure_peak_memory needs Linux's /proc/self/clear_refs to reset "
-                           f"the peak resident set size: {err}") from None
+        raise RuntimeError(
+            "measure_peak_memory needs Linux's /proc/self/clear_refs to reset "
+            f"the peak resident set size: {err}"
+        ) from None
 
 
 def _release_free_memory() -> None:
-    """Hand memory that was freed but is still resident back to the OS (glibc's malloc_trim).
+    """Hand freed but still resident memory back to the OS (glibc's malloc_trim).
 
     Otherwise the next call could reuse those resident pages, and its growth
     in RSS would understate what it allocates. (Tensors are freed as soon as
@@ -247,7 +282,9 @@ def _memory_child(spec: str) -> None:
             fn(warm, warm, warm)  # first call: code paths, thread pools
             del warm
             for T in spec["lengths"]:
-                q, k, v = (torch.randn(B, H, T, D) for _ in range(3))  # (B, H, T, D), pages touched
+                q, k, v = (
+                    torch.randn(B, H, T, D) for _ in range(3)
+                )  # (B, H, T, D), pages touched
                 _release_free_memory()
                 _reset_peak_rss()
                 before = _rss_kib("VmRSS")
@@ -255,25 +292,40 @@ def _memory_child(spec: str) -> None:
                 out = fn(q, k, v)  # (B, H, T, D)
                 seconds = time.perf_counter() - start
                 peak = _rss_kib("VmHWM")
-                rows.append({"kernel": name, "T": T, "extra_bytes": (peak - before) * 1024,
-                             "seconds": seconds})
+                rows.append(
+                    {
+                        "kernel": name,
+                        "T": T,
+                        "extra_bytes": (peak - before) * 1024,
+                        "seconds": seconds,
+                    }
+                )
                 del out, q, k, v
     print(json.dumps(rows))
 
 
-def measure_peak_memory(lengths: Sequence[int], kernels: Sequence[str] = KERNELS, *, B: int = 1,
-                        H: int = 1, D: int = 64, block_size: int = 256, threads: int = 1,
-                        timeout: float = 600.0) -> list[dict[str, float]]:
+def measure_peak_memory(
+    lengths: Sequence[int],
+    kernels: Sequence[str] = KERNELS,
+    *,
+    B: int = 1,
+    H: int = 1,
+    D: int = 64,
+    block_size: int = 256,
+    threads: int = 1,
+    timeout: float = 600.0,
+) -> list[dict[str, float]]:
     """Peak memory each kernel needs beyond its inputs, measured in a fresh process.
 
     One subprocess runs every ``(kernel, T)`` pair, kernel by kernel with T
     increasing, on float32 inputs ``(B, H, T, D)`` (S = T, no mask, inference
     mode). For each pair it creates the inputs, returns freed memory to the
     OS (``malloc_trim``), resets the process's peak resident set size (Linux
-    ``VmHWM``, via ``/proc/self/clear_refs``), reads the current RSS, runs the kernel once and reads the peak again: the
-    difference is the extra memory of that call, output included. Resetting
-    the peak makes each pair as honest as its own process would be, at the
-    cost of one ``import torch``. Times are of that single call.
+    ``VmHWM``, via ``/proc/self/clear_refs``), reads the current RSS, runs the
+    kernel once and reads the peak again: the difference is the extra memory
+    of that call, output included. Resetting the peak makes each pair as
+    honest as its own process would be, at the cost of one ``import torch``.
+    Times are of that single call.
 
     Args:
         lengths: Sequence lengths T (= S).
@@ -296,26 +348,47 @@ def measure_peak_memory(lengths: Sequence[int], kernels: Sequence[str] = KERNELS
     """
     for name in kernels:
         _kernel(name, block_size)  # ValueError on an unknown name
-    spec = json.dumps({"kernels": list(kernels), "lengths": sorted(int(T) for T in lengths),
-                       "B": B, "H": H, "D": D, "block_size": block_size, "threads": threads})
+    spec = json.dumps(
+        {
+            "kernels": list(kernels),
+            "lengths": sorted(int(T) for T in lengths),
+            "B": B,
+            "H": H,
+            "D": D,
+            "block_size": block_size,
+            "threads": threads,
+        }
+    )
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    code = "import sys; from mha_book.bench import _memory_child; _memory_child(sys.argv[1])"
-    proc = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    code = (
+        "import sys; from mha_book.bench import _memory_child; "
+        "_memory_child(sys.argv[1])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, spec],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"memory subprocess failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"memory subprocess failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # --- decoding: tokens per second with and without a KV cache ---
+
 
 class _AttentionStack(nn.Module):
     """Residual causal self-attention layers: just enough model to time decoding."""
 
     def __init__(self, E: int, H: int, num_kv_heads: int, layers: int) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(MultiHeadAttention(E, H, num_kv_heads=num_kv_heads)
-                                    for _ in range(layers))
+        self.layers = nn.ModuleList(
+            MultiHeadAttention(E, H, num_kv_heads=num_kv_heads) for _ in range(layers)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """All positions of ``x`` (B, T, E) at once, causal mask."""
@@ -325,15 +398,27 @@ class _AttentionStack(nn.Module):
         return x
 
     def step(self, x: torch.Tensor, caches: list[KVCache]) -> torch.Tensor:
-        """Only the new positions ``x`` (B, T_new, E), the earlier ones read from ``caches``."""
+        """Only the new positions ``x`` (B, T_new, E).
+
+        The earlier ones are read from ``caches``.
+        """
         for layer, cache in zip(self.layers, caches):
             x = x + layer.forward_step(x, cache, need_weights=False)[0]  # (B, T_new, E)
         return x
 
 
-def decode_speed(num_kv_heads: Sequence[int] = (8, 2, 1), *, E: int = 256, H: int = 8,
-                 layers: int = 4, prompt: int = 32, new_tokens: int = 32, B: int = 1,
-                 repeats: int = 3, seed: int = 0) -> list[dict[str, float]]:
+def decode_speed(
+    num_kv_heads: Sequence[int] = (8, 2, 1),
+    *,
+    E: int = 256,
+    H: int = 8,
+    layers: int = 4,
+    prompt: int = 32,
+    new_tokens: int = 32,
+    B: int = 1,
+    repeats: int = 3,
+    seed: int = 0,
+) -> list[dict[str, float]]:
     """Decode ``new_tokens`` positions after a prompt, with and without a KV cache.
 
     For each value of ``num_kv_heads`` a stack of ``layers`` residual
@@ -361,24 +446,40 @@ def decode_speed(num_kv_heads: Sequence[int] = (8, 2, 1), *, E: int = 256, H: in
         x = torch.randn(B, prompt + new_tokens, E)  # (B, T, E): the whole sequence
 
         def without_cache():
-            return torch.cat([model(x[:, :t + 1])[:, -1:] for t in range(prompt, prompt + new_tokens)], 1)
+            return torch.cat(
+                [
+                    model(x[:, : t + 1])[:, -1:]
+                    for t in range(prompt, prompt + new_tokens)
+                ],
+                1,
+            )
 
         def with_cache():
             caches = [KVCache() for _ in range(layers)]
             model.step(x[:, :prompt], caches)  # prefill
-            outs = [model.step(x[:, t:t + 1], caches) for t in range(prompt, prompt + new_tokens)]
+            outs = [
+                model.step(x[:, t : t + 1], caches)
+                for t in range(prompt, prompt + new_tokens)
+            ]
             return torch.cat(outs, 1), caches
 
         with torch.inference_mode():
             ref, (out, caches) = without_cache(), with_cache()  # also the warm-up
             t_none = statistics.median(_time(without_cache, 1) for _ in range(repeats))
             t_cache = statistics.median(_time(with_cache, 1) for _ in range(repeats))
-        results.append({
-            "num_kv_heads": Hkv, "no_cache_s": t_none, "cache_s": t_cache,
-            "no_cache_tok_s": new_tokens / t_none, "cache_tok_s": new_tokens / t_cache,
-            "speedup": t_none / t_cache, "max_diff": float((out - ref).abs().max()),
-            "scale": float(ref.abs().max()), "cache_bytes": sum(c.nbytes for c in caches),
-        })
+        results.append(
+            {
+                "num_kv_heads": Hkv,
+                "no_cache_s": t_none,
+                "cache_s": t_cache,
+                "no_cache_tok_s": new_tokens / t_none,
+                "cache_tok_s": new_tokens / t_cache,
+                "speedup": t_none / t_cache,
+                "max_diff": float((out - ref).abs().max()),
+                "scale": float(ref.abs().max()),
+                "cache_bytes": sum(c.nbytes for c in caches),
+            }
+        )
     return results
 
 
@@ -406,14 +507,32 @@ def format_table(results, matmul: float) -> str:
     The ratio columns and verdicts use the paired ratios of :func:`run`
     (median over repeats, quartiles in brackets) when a row has them.
     """
-    head = ("T", "explicit ms", "fast ms", "torch fast ms", "torch weights ms",
-            "fast/torch", "explicit/torch", "fast GFLOP/s", "of matmul")
+    head = (
+        "T",
+        "explicit ms",
+        "fast ms",
+        "torch fast ms",
+        "torch weights ms",
+        "fast/torch",
+        "explicit/torch",
+        "fast GFLOP/s",
+        "of matmul",
+    )
     rows = []
     for r in results:
-        rows.append((str(r["T"]), f"{r['explicit'] * 1e3:.3f}", f"{r['fast'] * 1e3:.3f}",
-                     f"{r['torch_fast'] * 1e3:.3f}", f"{r['torch_weights'] * 1e3:.3f}",
-                     f"{_ratio(r, 'fast_ratio')[0]:.2f}x", f"{_ratio(r, 'explicit_ratio')[0]:.2f}x",
-                     f"{r['gflops']:.1f}", f"{r['gflops'] / matmul:.2f}"))
+        rows.append(
+            (
+                str(r["T"]),
+                f"{r['explicit'] * 1e3:.3f}",
+                f"{r['fast'] * 1e3:.3f}",
+                f"{r['torch_fast'] * 1e3:.3f}",
+                f"{r['torch_weights'] * 1e3:.3f}",
+                f"{_ratio(r, 'fast_ratio')[0]:.2f}x",
+                f"{_ratio(r, 'explicit_ratio')[0]:.2f}x",
+                f"{r['gflops']:.1f}",
+                f"{r['gflops'] / matmul:.2f}",
+            )
+        )
     widths = [max(len(line[i]) for line in [head, *rows]) for i in range(len(head))]
     fmt = lambda line: "  ".join(c.rjust(w) for c, w in zip(line, widths))  # noqa: E731
     lines = [fmt(head), fmt(tuple("-" * w for w in widths)), *map(fmt, rows), ""]
@@ -421,17 +540,27 @@ def format_table(results, matmul: float) -> str:
     lines.append("target                                     T       value  verdict")
     for r in results:
         ratio, q1, q3 = _ratio(r, "fast_ratio")
-        lines.append(f"fast / torch fast <= {FAST_TARGET:.1f}x                   {r['T']:>5}  "
-                     f"{ratio:>9.2f}x  {_verdict(ratio <= FAST_TARGET)}{_spread(q1, q3)}")
+        lines.append(
+            f"fast / torch fast <= {FAST_TARGET:.1f}x                   {r['T']:>5}  "
+            f"{ratio:>9.2f}x  {_verdict(ratio <= FAST_TARGET)}{_spread(q1, q3)}"
+        )
     for r in results:
         ratio, q1, q3 = _ratio(r, "explicit_ratio")
-        lines.append(f"explicit / torch weights <= {EXPLICIT_TARGET:.1f}x            {r['T']:>5}  "
-                     f"{ratio:>9.2f}x  {_verdict(ratio <= EXPLICIT_TARGET)}{_spread(q1, q3)}")
+        lines.append(
+            f"explicit / torch weights <= {EXPLICIT_TARGET:.1f}x            "
+            f"{r['T']:>5}  "
+            f"{ratio:>9.2f}x  {_verdict(ratio <= EXPLICIT_TARGET)}{_spread(q1, q3)}"
+        )
     at = [r for r in results if r["T"] == MATMUL_FRACTION_LENGTH]
-    label = f"fast >= {MATMUL_FRACTION_TARGET} of matmul GFLOP/s         {MATMUL_FRACTION_LENGTH:>5}"
+    label = (
+        f"fast >= {MATMUL_FRACTION_TARGET} of matmul GFLOP/s         "
+        f"{MATMUL_FRACTION_LENGTH:>5}"
+    )
     if at:
         frac = at[0]["gflops"] / matmul
-        lines.append(f"{label}  {frac:>10.2f}  {_verdict(frac >= MATMUL_FRACTION_TARGET)}")
+        lines.append(
+            f"{label}  {frac:>10.2f}  {_verdict(frac >= MATMUL_FRACTION_TARGET)}"
+        )
     else:
         lines.append(f"{label}  {'-':>10}  n/a (T = {MATMUL_FRACTION_LENGTH} not run)")
     return "\n".join(lines)
@@ -446,85 +575,204 @@ def _columns(head, rows) -> list[str]:
 def format_kernels(times, memory=None, *, sizes=None) -> str:
     """The kernels section: times, extra memory (if measured) and the memory target."""
     mem = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in memory or []}
-    head = ("T", *(f"{k} ms" for k in KERNELS), *(f"{k} MiB" for k in KERNELS), "tiled/reference mem")
+    head = (
+        "T",
+        *(f"{k} ms" for k in KERNELS),
+        *(f"{k} MiB" for k in KERNELS),
+        "tiled/reference mem",
+    )
     rows = []
     for r in times:
         mib = [mem.get((k, r["T"])) for k in KERNELS]
         ratio = "-" if None in mib[:2] or not mib[0] else f"{mib[1] / mib[0]:.1%}"
-        rows.append((str(r["T"]), *(f"{r[k] * 1e3:.2f}" for k in KERNELS),
-                     *("-" if m is None else f"{m:.1f}" for m in mib), ratio))
-    where = "" if sizes is None else ", " + ", ".join(f"{k}={v}" for k, v in sizes.items())
-    lines = [f"kernels: reference vs tiled (flash_attention) vs torch fused SDPA{where}, S=T; "
-             "extra memory = peak RSS growth in a subprocess", *_columns(head, rows)]
-    label = f"tiled extra memory <= {TILED_MEMORY_TARGET:.0%} of reference       {TILED_MEMORY_LENGTH:>5}"
-    ref, tiled = mem.get(("reference", TILED_MEMORY_LENGTH)), mem.get(("tiled", TILED_MEMORY_LENGTH))
+        rows.append(
+            (
+                str(r["T"]),
+                *(f"{r[k] * 1e3:.2f}" for k in KERNELS),
+                *("-" if m is None else f"{m:.1f}" for m in mib),
+                ratio,
+            )
+        )
+    where = (
+        "" if sizes is None else ", " + ", ".join(f"{k}={v}" for k, v in sizes.items())
+    )
+    lines = [
+        "kernels: reference vs tiled (flash_attention) "
+        f"vs torch fused SDPA{where}, S=T; "
+        "extra memory = peak RSS growth in a subprocess",
+        *_columns(head, rows),
+    ]
+    label = (
+        f"tiled extra memory <= {TILED_MEMORY_TARGET:.0%} of reference       "
+        f"{TILED_MEMORY_LENGTH:>5}"
+    )
+    ref, tiled = (
+        mem.get(("reference", TILED_MEMORY_LENGTH)),
+        mem.get(("tiled", TILED_MEMORY_LENGTH)),
+    )
     if ref and tiled is not None:
         frac = tiled / ref
         lines.append(f"{label}  {frac:>10.1%}  {_verdict(frac <= TILED_MEMORY_TARGET)}")
     else:
-        lines.append(f"{label}  {'-':>10}  n/a (memory at T = {TILED_MEMORY_LENGTH} not measured)")
+        lines.append(
+            f"{label}  {'-':>10}  "
+            f"n/a (memory at T = {TILED_MEMORY_LENGTH} not measured)"
+        )
     return "\n".join(lines)
 
 
-def format_decode(rows, *, E: int, H: int, layers: int, prompt: int, new_tokens: int) -> str:
+def format_decode(
+    rows, *, E: int, H: int, layers: int, prompt: int, new_tokens: int
+) -> str:
     """The decoding section: tokens/s with and without a KV cache, per num_kv_heads."""
-    head = ("num_kv_heads", "no cache tok/s", "cache tok/s", "speed-up", "max |diff|", "cache KiB")
-    cells = [(str(r["num_kv_heads"]), f"{r['no_cache_tok_s']:.1f}", f"{r['cache_tok_s']:.1f}",
-              f"{r['speedup']:.2f}x", f"{r['max_diff']:.1e}", f"{r['cache_bytes'] / 1024:.1f}")
-             for r in rows]
-    lines = [f"decoding: {layers} self-attention layers, E={E}, H={H}, prompt {prompt}, "
-             f"{new_tokens} new tokens", *_columns(head, cells)]
+    head = (
+        "num_kv_heads",
+        "no cache tok/s",
+        "cache tok/s",
+        "speed-up",
+        "max |diff|",
+        "cache KiB",
+    )
+    cells = [
+        (
+            str(r["num_kv_heads"]),
+            f"{r['no_cache_tok_s']:.1f}",
+            f"{r['cache_tok_s']:.1f}",
+            f"{r['speedup']:.2f}x",
+            f"{r['max_diff']:.1e}",
+            f"{r['cache_bytes'] / 1024:.1f}",
+        )
+        for r in rows
+    ]
+    lines = [
+        f"decoding: {layers} self-attention layers, E={E}, H={H}, prompt {prompt}, "
+        f"{new_tokens} new tokens",
+        *_columns(head, cells),
+    ]
     for r in rows:
-        lines.append(f"KV cache faster than no cache       Hkv = {r['num_kv_heads']:>3}  "
-                     f"{r['speedup']:>9.2f}x  {_verdict(r['speedup'] > 1.0)}")
+        lines.append(
+            f"KV cache faster than no cache       Hkv = {r['num_kv_heads']:>3}  "
+            f"{r['speedup']:>9.2f}x  {_verdict(r['speedup'] > 1.0)}"
+        )
     for r in rows:
         ok = r["max_diff"] <= 1e-4 * max(r["scale"], 1.0)
-        lines.append(f"cached outputs equal (1e-4 rel.)    Hkv = {r['num_kv_heads']:>3}  "
-                     f"{r['max_diff']:>10.1e}  {_verdict(ok)}")
+        lines.append(
+            f"cached outputs equal (1e-4 rel.)    Hkv = {r['num_kv_heads']:>3}  "
+            f"{r['max_diff']:>10.1e}  {_verdict(ok)}"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     """Command-line entry point; prints the table and returns 0."""
-    parser = argparse.ArgumentParser(prog="python -m mha_book.bench",
-                                     description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 1024, 2048],
-                        help="sequence lengths T (default: 128 512 1024 2048)")
-    parser.add_argument("--repeats", type=int, default=11, help="repeats per length (median)")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes for a smoke test (B=2, E=32, H=4, T=8 16, 3 repeats)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--kernel-lengths", type=int, nargs="+", default=[1024, 4096, 8192],
-                        help="sequence lengths of the kernels section (default: 1024 4096 8192)")
+    parser = argparse.ArgumentParser(
+        prog="python -m mha_book.bench", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument(
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=[128, 512, 1024, 2048],
+        help="sequence lengths T (default: 128 512 1024 2048)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=11, help="repeats per length (median)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes for a smoke test (B=2, E=32, H=4, T=8 16, 3 repeats)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's choice)",
+    )
+    parser.add_argument(
+        "--kernel-lengths",
+        type=int,
+        nargs="+",
+        default=[1024, 4096, 8192],
+        help="sequence lengths of the kernels section (default: 1024 4096 8192)",
+    )
     args = parser.parse_args(argv)
-    if (args.repeats < 1 or min(args.lengths) < 1 or min(args.kernel_lengths) < 1
-            or (args.threads is not None and args.threads < 1)):
-        parser.error("--repeats, --lengths, --kernel-lengths and --threads must be positive")
+    if (
+        args.repeats < 1
+        or min(args.lengths) < 1
+        or min(args.kernel_lengths) < 1
+        or (args.threads is not None and args.threads < 1)
+    ):
+        parser.error(
+            "--repeats, --lengths, --kernel-lengths and --threads must be positive"
+        )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if args.quick:
-        sizes, lengths, repeats, n, min_s = {"B": 2, "E": 32, "H": 4}, [8, 16], 3, 128, 0.0
+        sizes, lengths, repeats, n, min_s = (
+            {"B": 2, "E": 32, "H": 4},
+            [8, 16],
+            3,
+            128,
+            0.0,
+        )
     else:
-        sizes, lengths, repeats, n, min_s = {"B": 2, "E": 512, "H": 8}, args.lengths, args.repeats, 2048, 0.02
-    print(f"mha_book.bench: torch {torch.__version__}, {torch.get_num_threads()} threads, float32, "
-          f"inference_mode, B={sizes['B']}, E={sizes['E']}, H={sizes['H']}, S=T, "
-          f"{repeats} repeats (median)")
+        sizes, lengths, repeats, n, min_s = (
+            {"B": 2, "E": 512, "H": 8},
+            args.lengths,
+            args.repeats,
+            2048,
+            0.02,
+        )
+    print(
+        f"mha_book.bench: torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, float32, "
+        f"inference_mode, B={sizes['B']}, E={sizes['E']}, H={sizes['H']}, S=T, "
+        f"{repeats} repeats (median)"
+    )
     results = run(lengths, repeats, min_seconds=min_s, **sizes)
     print(format_table(results, matmul_gflops(n, repeats=max(3, repeats))))
 
     if args.quick:  # tiny sizes; no memory subprocess (its import alone takes seconds)
-        kernel_sizes, kernel_lengths, memory = {"B": 1, "H": 2, "D": 16, "block_size": 16}, [32, 64], None
-        decode = {"num_kv_heads": (4, 2, 1), "E": 32, "H": 4, "layers": 2, "prompt": 4,
-                  "new_tokens": 4, "repeats": 1}
+        kernel_sizes, kernel_lengths, memory = (
+            {"B": 1, "H": 2, "D": 16, "block_size": 16},
+            [32, 64],
+            None,
+        )
+        decode = {
+            "num_kv_heads": (4, 2, 1),
+            "E": 32,
+            "H": 4,
+            "layers": 2,
+            "prompt": 4,
+            "new_tokens": 4,
+            "repeats": 1,
+        }
     else:
-        kernel_sizes, kernel_lengths = {"B": 1, "H": 1, "D": 64, "block_size": 256}, args.kernel_lengths
-        memory = measure_peak_memory(kernel_lengths, threads=torch.get_num_threads(), **kernel_sizes)
-        decode = {"num_kv_heads": (8, 2, 1), "E": 512, "H": 8, "layers": 4, "prompt": 64,
-                  "new_tokens": 64, "repeats": 3}
+        kernel_sizes, kernel_lengths = (
+            {"B": 1, "H": 1, "D": 64, "block_size": 256},
+            args.kernel_lengths,
+        )
+        memory = measure_peak_memory(
+            kernel_lengths, threads=torch.get_num_threads(), **kernel_sizes
+        )
+        decode = {
+            "num_kv_heads": (8, 2, 1),
+            "E": 512,
+            "H": 8,
+            "layers": 4,
+            "prompt": 64,
+            "new_tokens": 64,
+            "repeats": 3,
+        }
     print()
-    print(format_kernels(kernel_times(kernel_lengths, repeats, **kernel_sizes), memory,
-                         sizes=kernel_sizes))
+    print(
+        format_kernels(
+            kernel_times(kernel_lengths, repeats, **kernel_sizes),
+            memory,
+            sizes=kernel_sizes,
+        )
+    )
     print()
     sizes = {k: decode[k] for k in ("E", "H", "layers", "prompt", "new_tokens")}
     print(format_decode(decode_speed(**decode), **sizes))

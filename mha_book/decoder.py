@@ -38,11 +38,15 @@ __all__ = ["sinusoidal_positions", "DecoderBlock", "CausalDecoder"]
 POSITIONS = ("learned", "sinusoidal")
 
 
-def sinusoidal_positions(max_len: int, embed_dim: int, *, device=None,
-                         dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sinusoidal_positions(
+    max_len: int, embed_dim: int, *, device=None, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     r"""The fixed position encodings of the original Transformer.
 
-    .. math:: PE_{p, 2i} = \sin(p / 10000^{2i/E}), \quad PE_{p, 2i+1} = \cos(p / 10000^{2i/E})
+    .. math::
+
+        PE_{p, 2i} = \sin(p / 10000^{2i/E}), \quad
+        PE_{p, 2i+1} = \cos(p / 10000^{2i/E})
 
     Args:
         max_len: Number of positions.
@@ -63,10 +67,14 @@ def sinusoidal_positions(max_len: int, embed_dim: int, *, device=None,
     check_positive_int(max_len, "max_len")
     check_positive_int(embed_dim, "embed_dim")
     if embed_dim % 2:
-        raise ValueError(f"embed_dim must be even for sinusoidal positions, got {embed_dim}")
+        raise ValueError(
+            f"embed_dim must be even for sinusoidal positions, got {embed_dim}"
+        )
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-    freq = torch.exp(torch.arange(0, embed_dim, 2, dtype=torch.float64)
-                     * (-math.log(10000.0) / embed_dim))  # (E/2,)
+    freq = torch.exp(
+        torch.arange(0, embed_dim, 2, dtype=torch.float64)
+        * (-math.log(10000.0) / embed_dim)
+    )  # (E/2,)
     table = torch.empty(max_len, embed_dim, dtype=torch.float64)
     table[:, 0::2] = torch.sin(position * freq)  # (max_len, E/2)
     table[:, 1::2] = torch.cos(position * freq)  # (max_len, E/2)
@@ -92,20 +100,34 @@ class DecoderBlock(nn.Module):
         (torch.Size([2, 6, 32]), torch.Size([2, 4, 6, 6]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, dropout: float = 0.0,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        dropout: float = 0.0,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         check_positive_int(ff_dim, "ff_dim")
         factory = {"device": device, "dtype": dtype}
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
-        self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
+        self.self_attn = MultiHeadAttention(
+            embed_dim, num_heads, dropout=dropout, **factory
+        )
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
         self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # ff_dim -> E
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False,
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Run the block.
 
         Args:
@@ -124,7 +146,9 @@ class DecoderBlock(nn.Module):
             ``(output, weights)``.
         """
         h = self.norm1(x)
-        attn, weights = self.self_attn(h, h, h, mask, need_weights=need_weights)  # (B, T, E)
+        attn, weights = self.self_attn(
+            h, h, h, mask, need_weights=need_weights
+        )  # (B, T, E)
         x = x + self.dropout(attn)
         h = self.linear2(nn.functional.gelu(self.linear1(self.norm2(x))))  # (B, T, E)
         x = x + self.dropout(h)
@@ -146,7 +170,8 @@ class CausalDecoder(nn.Module):
         num_layers: Number of blocks L.
         max_len: Longest sequence the model accepts (its context length).
         ff_dim: Feed-forward hidden size; default 4·E.
-        dropout: Dropout after the embeddings, on attention weights and sublayer outputs.
+        dropout: Dropout after the embeddings, on attention weights and sublayer
+            outputs.
         positions: ``"learned"`` (a trained ``(max_len, E)`` table) or ``"sinusoidal"``.
         tie_weights: Share the output head's weight with the token embedding.
         device: Device of the parameters.
@@ -157,31 +182,60 @@ class CausalDecoder(nn.Module):
             rebuild the model for a checkpoint.
 
     Example:
-        >>> model = CausalDecoder(vocab_size=50, embed_dim=32, num_heads=4, num_layers=2, max_len=16)
+        >>> model = CausalDecoder(
+        ...     vocab_size=50, embed_dim=32, num_heads=4, num_layers=2, max_len=16
+        ... )
         >>> idx = torch.randint(0, 50, (3, 10))
         >>> logits, weights = model(idx, need_weights=True)
         >>> logits.shape, len(weights), weights[0].shape
         (torch.Size([3, 10, 50]), 2, torch.Size([3, 4, 10, 10]))
     """
 
-    def __init__(self, vocab_size: int, embed_dim: int, num_heads: int, num_layers: int,
-                 max_len: int, *, ff_dim: int | None = None, dropout: float = 0.0,
-                 positions: str = "learned", tie_weights: bool = True,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        num_heads: int,
+        num_layers: int,
+        max_len: int,
+        *,
+        ff_dim: int | None = None,
+        dropout: float = 0.0,
+        positions: str = "learned",
+        tie_weights: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
-        for name, value in (("vocab_size", vocab_size), ("embed_dim", embed_dim),
-                            ("num_heads", num_heads), ("num_layers", num_layers),
-                            ("max_len", max_len)):
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embed_dim", embed_dim),
+            ("num_heads", num_heads),
+            ("num_layers", num_layers),
+            ("max_len", max_len),
+        ):
             check_positive_int(value, name)
-        ff_dim = 4 * embed_dim if ff_dim is None else check_positive_int(ff_dim, "ff_dim")
+        ff_dim = (
+            4 * embed_dim if ff_dim is None else check_positive_int(ff_dim, "ff_dim")
+        )
         dropout = check_probability(dropout, "dropout")
         if positions not in POSITIONS:
             raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
         if not isinstance(tie_weights, bool):
-            raise TypeError(f"tie_weights must be a bool, got {type(tie_weights).__name__}")
-        self.config = {"vocab_size": vocab_size, "embed_dim": embed_dim, "num_heads": num_heads,
-                       "num_layers": num_layers, "max_len": max_len, "ff_dim": ff_dim,
-                       "dropout": dropout, "positions": positions, "tie_weights": tie_weights}
+            raise TypeError(
+                f"tie_weights must be a bool, got {type(tie_weights).__name__}"
+            )
+        self.config = {
+            "vocab_size": vocab_size,
+            "embed_dim": embed_dim,
+            "num_heads": num_heads,
+            "num_layers": num_layers,
+            "max_len": max_len,
+            "ff_dim": ff_dim,
+            "dropout": dropout,
+            "positions": positions,
+            "tie_weights": tie_weights,
+        }
         self.max_len = max_len
         factory = {"device": device, "dtype": dtype}
         self.tok_emb = nn.Embedding(vocab_size, embed_dim, **factory)
@@ -189,8 +243,12 @@ class CausalDecoder(nn.Module):
             self.pos_emb = nn.Embedding(max_len, embed_dim, **factory)
         else:  # fixed table: a buffer, not a parameter, and not saved in the state dict
             self.pos_emb = None
-            table = sinusoidal_positions(max_len, embed_dim, device=device,
-                                         dtype=dtype or torch.get_default_dtype())
+            table = sinusoidal_positions(
+                max_len,
+                embed_dim,
+                device=device,
+                dtype=dtype or torch.get_default_dtype(),
+            )
             self.register_buffer("pos_table", table, persistent=False)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
@@ -207,8 +265,12 @@ class CausalDecoder(nn.Module):
         if tie_weights:
             self.lm_head.weight = self.tok_emb.weight  # one (V, E) parameter, two uses
 
-    def forward(self, idx: torch.Tensor, *, need_weights: bool = False,
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    def forward(
+        self,
+        idx: torch.Tensor,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Logits of the next token at every position.
 
         Args:
@@ -233,8 +295,10 @@ class CausalDecoder(nn.Module):
             raise TypeError(f"idx must hold integer token ids, got dtype {idx.dtype}")
         T = idx.shape[1]
         if T > self.max_len:
-            raise ValueError(f"idx must have at most max_len = {self.max_len} positions, "
-                             f"got shape {fmt_shape(idx.shape)}")
+            raise ValueError(
+                f"idx must have at most max_len = {self.max_len} positions, "
+                f"got shape {fmt_shape(idx.shape)}"
+            )
         if self.pos_emb is not None:
             pos = self.pos_emb.weight[:T]  # (T, E)
         else:
@@ -249,8 +313,14 @@ class CausalDecoder(nn.Module):
         return logits, (tuple(weights) if need_weights else None)
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, *, temperature: float = 1.0,
-                 generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        *,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Extend ``idx`` by sampling one token at a time (in eval mode).
 
         The next token is drawn from ``softmax(logits / temperature)``: below 1
@@ -271,19 +341,26 @@ class CausalDecoder(nn.Module):
             The prompt followed by the sampled tokens.
 
         Example:
-            >>> model = CausalDecoder(vocab_size=20, embed_dim=16, num_heads=2, num_layers=1, max_len=8)
+            >>> model = CausalDecoder(
+            ...     vocab_size=20, embed_dim=16, num_heads=2, num_layers=1, max_len=8
+            ... )
             >>> model.generate(torch.zeros(2, 3, dtype=torch.long), 10).shape
             torch.Size([2, 13])
         """
         check_positive_int(max_new_tokens, "max_new_tokens")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not temperature > 0:
-            raise ValueError(f"temperature must be a positive float, got {temperature!r}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not temperature > 0
+        ):
+            raise ValueError(
+                f"temperature must be a positive float, got {temperature!r}"
+            )
         was_training = self.training
         self.eval()
         try:
             for _ in range(max_new_tokens):
-                logits, _ = self(idx[:, -self.max_len:])  # (B, T', V)
+                logits, _ = self(idx[:, -self.max_len :])  # (B, T', V)
                 probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
                 nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
                 idx = torch.cat([idx, nxt], dim=1)  # (B, T + 1)

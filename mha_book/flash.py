@@ -44,7 +44,11 @@ NEG_INF = float("-inf")
 
 
 def online_softmax_update(
-    m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor, scores: torch.Tensor, v: torch.Tensor,
+    m: torch.Tensor,
+    l: torch.Tensor,
+    acc: torch.Tensor,
+    scores: torch.Tensor,
+    v: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Fold one tile of scores and values into the running statistics.
 
@@ -72,7 +76,9 @@ def online_softmax_update(
 
     Example:
         >>> s, v = torch.randn(3, 8), torch.randn(8, 5)  # 3 query rows, 8 keys
-        >>> m, l, acc = torch.full((3,), float("-inf")), torch.zeros(3), torch.zeros(3, 5)
+        >>> m, l, acc = (
+        ...     torch.full((3,), float("-inf")), torch.zeros(3), torch.zeros(3, 5)
+        ... )
         >>> for j in range(0, 8, 4):  # two key blocks of 4
         ...     m, l, acc = online_softmax_update(m, l, acc, s[:, j:j + 4], v[j:j + 4])
         >>> m.shape, l.shape, acc.shape
@@ -84,8 +90,12 @@ def online_softmax_update(
     # A row with no finite score yet has m_new = -inf; shifting by 0 instead
     # avoids -inf - (-inf) = NaN and still gives exp(-inf) = 0.
     shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # (..., bq)
-    p = torch.exp(scores - shift[..., None])  # (..., bq, bk): unnormalised weights of the tile
-    alpha = torch.exp(m - shift)  # (..., bq): rescales what was summed under the old maximum
+    p = torch.exp(
+        scores - shift[..., None]
+    )  # (..., bq, bk): unnormalised weights of the tile
+    alpha = torch.exp(
+        m - shift
+    )  # (..., bq): rescales what was summed under the old maximum
     l = alpha * l + p.sum(dim=-1)  # (..., bq)
     acc = alpha[..., None] * acc + p @ v  # (..., bq, Dv)
     return m_new, l, acc
@@ -100,7 +110,9 @@ def _scores_tile(qi, kj, mask, rows, cols):
     """Scaled scores of one tile with masked entries at -inf: (..., bq, bk)."""
     s = qi @ kj.transpose(-2, -1)  # (..., bq, bk), qi is already scaled
     if mask is not None:
-        s.masked_fill_(~mask[..., rows[0]:rows[1], cols[0]:cols[1]], NEG_INF)  # (..., bq, bk)
+        s.masked_fill_(
+            ~mask[..., rows[0] : rows[1], cols[0] : cols[1]], NEG_INF
+        )  # (..., bq, bk)
     return s
 
 
@@ -110,16 +122,24 @@ def _forward(q, k, v, mask, scale, bq, bk):
     out = q.new_empty(*q.shape[:-1], Dv)  # (..., T, Dv)
     lse = q.new_empty(q.shape[:-1])  # (..., T)
     for rows in _blocks(T, bq):
-        qi = q[..., rows[0]:rows[1], :] * scale  # (..., bq, D)
+        qi = q[..., rows[0] : rows[1], :] * scale  # (..., bq, D)
         m = qi.new_full(qi.shape[:-1], NEG_INF)  # (..., bq)
         l = qi.new_zeros(qi.shape[:-1])  # (..., bq)
         acc = qi.new_zeros(*qi.shape[:-1], Dv)  # (..., bq, Dv)
         for cols in _blocks(S, bk):
-            s = _scores_tile(qi, k[..., cols[0]:cols[1], :], mask, rows, cols)  # (..., bq, bk)
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., cols[0]:cols[1], :])
+            s = _scores_tile(
+                qi, k[..., cols[0] : cols[1], :], mask, rows, cols
+            )  # (..., bq, bk)
+            m, l, acc = online_softmax_update(
+                m, l, acc, s, v[..., cols[0] : cols[1], :]
+            )
         empty = l == 0  # (..., bq): fully masked rows
-        out[..., rows[0]:rows[1], :] = acc / l.masked_fill(empty, 1.0)[..., None]  # (..., bq, Dv)
-        lse[..., rows[0]:rows[1]] = (m + torch.log(l)).masked_fill(empty, 0.0)  # (..., bq)
+        out[..., rows[0] : rows[1], :] = (
+            acc / l.masked_fill(empty, 1.0)[..., None]
+        )  # (..., bq, Dv)
+        lse[..., rows[0] : rows[1]] = (m + torch.log(l)).masked_fill(
+            empty, 0.0
+        )  # (..., bq)
     return out, lse
 
 
@@ -135,12 +155,16 @@ def _backward(q, k, v, mask, scale, out, lse, dout, bq, bk):
             c = slice(*cols)
             kj, vj = k[..., c, :], v[..., c, :]  # (..., bk, D), (..., bk, Dv)
             s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
-            p = torch.exp(s - lse[..., r, None])  # (..., bq, bk): the weights of the tile
+            p = torch.exp(
+                s - lse[..., r, None]
+            )  # (..., bq, bk): the weights of the tile
             dv[..., c, :] += p.transpose(-2, -1) @ do_i  # (..., bk, Dv)
             dp = do_i @ vj.transpose(-2, -1)  # (..., bq, bk)
             ds = p * (dp - delta[..., r, None])  # (..., bq, bk): softmax backward
             dq[..., r, :] += (ds @ kj) * scale  # (..., bq, D)
-            dk[..., c, :] += ds.transpose(-2, -1) @ qi  # (..., bk, D), qi carries the scale
+            dk[..., c, :] += (
+                ds.transpose(-2, -1) @ qi
+            )  # (..., bk, D), qi carries the scale
     return dq, dk, dv
 
 
@@ -164,13 +188,19 @@ class _FlashAttention(torch.autograd.Function):
 
 def _check_block_size(block_size: object) -> tuple[int, int]:
     """``block_size`` as ``(bq, bk)``; raise unless positive ints."""
-    pair = block_size if isinstance(block_size, (tuple, list)) else (block_size, block_size)
+    pair = (
+        block_size
+        if isinstance(block_size, (tuple, list))
+        else (block_size, block_size)
+    )
     ok = len(pair) == 2 and all(
-        isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in pair
+        isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0
+        for n in pair
     )
     if not ok:
         raise ValueError(
-            "block_size must be a positive int or a pair (block_q, block_k) of positive ints, "
+            "block_size must be a positive int or a pair (block_q, block_k) "
+            "of positive ints, "
             f"got {block_size!r}"
         )
     return int(pair[0]), int(pair[1])
@@ -218,8 +248,10 @@ def flash_attention(
         ValueError: On mismatched shapes or devices, or a bad ``block_size``.
 
     Example:
-        >>> q, k, v = torch.randn(2, 8, 100, 64), torch.randn(2, 8, 70, 64), torch.randn(2, 8, 70, 32)
-        >>> out = flash_attention(q, k, v, block_size=32)  # 4 x 3 tiles of at most 32 x 32
+        >>> q = torch.randn(2, 8, 100, 64)
+        >>> k = torch.randn(2, 8, 70, 64)
+        >>> v = torch.randn(2, 8, 70, 32)
+        >>> out = flash_attention(q, k, v, block_size=32)  # 4 x 3 tiles of <= 32 x 32
         >>> out.shape
         torch.Size([2, 8, 100, 32])
         >>> from mha_book.attention import scaled_dot_product_attention

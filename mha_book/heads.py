@@ -51,7 +51,8 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     B, T, E = x.shape
     if E % H != 0:
         raise ValueError(
-            f"x's last dim E must be divisible by num_heads, got E = {E} and num_heads = {H}"
+            "x's last dim E must be divisible by num_heads, "
+            f"got E = {E} and num_heads = {H}"
         )
     x = x.view(B, T, H, E // H)  # (B, T, H, D)
     return x.transpose(1, 2)  # (B, H, T, D)
@@ -88,7 +89,6 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(B, T, H * D)  # (B, T, E)
 
 
-
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """Repeat every key/value head ``n_rep`` times, for grouped-query attention.
 
@@ -118,7 +118,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
         >>> y = repeat_kv(x, 4)  # H = 8 query heads, 4 per key/value head
         >>> y.shape
         torch.Size([2, 8, 10, 64])
-        >>> torch.equal(y.view(2, 2, 4, 10, 64)[:, :, 0], x)  # round trip: one copy per group
+        >>> torch.equal(y.view(2, 2, 4, 10, 64)[:, :, 0], x)  # one copy per group
         True
         >>> torch.equal(y[:, 5], x[:, 5 // 4])  # query head 5 reads key/value head 1
         True

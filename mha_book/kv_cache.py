@@ -8,9 +8,9 @@ call, S cached tokens (all keys so far), D head dim.
 In causal self-attention the keys and values of a token never change once it
 has been processed, because later tokens cannot influence earlier ones. A
 decoder can therefore keep them and, at every step, project only the new
-token instead of the whole prefix.
-:meth:`MultiHeadAttention.forward_step <mha_book.module.MultiHeadAttention.forward_step>`
-appends to a :class:`KVCache` and attends over everything cached.
+token instead of the whole prefix. :meth:`MultiHeadAttention.forward_step
+<mha_book.module.MultiHeadAttention.forward_step>` appends to a
+:class:`KVCache` and attends over everything cached.
 
 The cache stores the ``Hkv`` key/value heads *before* they are repeated for
 the query heads, so grouped-query (``Hkv < H``) and multi-query (``Hkv = 1``)
@@ -70,7 +70,9 @@ class KVCache:
             return 0
         return sum(t.numel() * t.element_size() for t in (self.keys, self.values))
 
-    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Append the keys and values of new tokens; return all cached ones.
 
         Args:
@@ -80,7 +82,8 @@ class KVCache:
         Shape:
             - k: ``(B, Hkv, T, D)``
             - v: ``(B, Hkv, T, Dv)``
-            - output: ``(keys, values)``, ``(B, Hkv, S + T, D)`` and ``(B, Hkv, S + T, Dv)``
+            - output: ``(keys, values)``, ``(B, Hkv, S + T, D)`` and
+              ``(B, Hkv, S + T, Dv)``
 
         Returns:
             ``(keys, values)`` of every token so far, oldest first.
@@ -94,8 +97,10 @@ class KVCache:
             check_rank(x, name, 4, "(B, Hkv, T, D)")
         check_same_dtype_device("k", k, "v", v)
         if v.shape[:3] != k.shape[:3]:
-            raise ValueError(f"v must have the (B, Hkv, T) of k = {fmt_shape(k.shape[:3])} as its "
-                             f"first three dims, got v of shape {fmt_shape(v.shape)}")
+            raise ValueError(
+                f"v must have the (B, Hkv, T) of k = {fmt_shape(k.shape[:3])} as its "
+                f"first three dims, got v of shape {fmt_shape(v.shape)}"
+            )
         if self.keys is None:
             self.keys, self.values = k, v
         else:
@@ -103,7 +108,8 @@ class KVCache:
                 if (new.shape[:2], new.shape[3]) != (old.shape[:2], old.shape[3]):
                     expected = (*old.shape[:2], "T", old.shape[3])
                     raise ValueError(
-                        f"{name} must have shape (B, Hkv, T, D) = ({', '.join(map(str, expected))}) "
+                        f"{name} must have shape (B, Hkv, T, D) = "
+                        f"({', '.join(map(str, expected))}) "
                         f"like the cached ones, got {fmt_shape(new.shape)}"
                     )
                 check_same_dtype_device("the cached tensors", old, name, new)
@@ -120,12 +126,13 @@ class KVCache:
         return f"KVCache(seq_len={self.seq_len}, {shape})"
 
 
-def kv_cache_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int,
-                             bytes_per_element: int = 2) -> int:
+def kv_cache_bytes_per_token(
+    num_layers: int, num_kv_heads: int, head_dim: int, bytes_per_element: int = 2
+) -> int:
     """Bytes of keys and values a decoder caches for each token of context.
 
-    ``2 (keys and values) · num_layers · num_kv_heads · head_dim · bytes_per_element``;
-    it does not depend on the number of query heads.
+    ``2 · num_layers · num_kv_heads · head_dim · bytes_per_element`` (the 2 for
+    keys and values); it does not depend on the number of query heads.
 
     Args:
         num_layers: Attention layers in the model.
@@ -137,11 +144,19 @@ def kv_cache_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int,
         Bytes per token, for one sequence.
 
     Example:
-        >>> kv_cache_bytes_per_token(num_layers=2, num_kv_heads=4, head_dim=16, bytes_per_element=4)
+        >>> kv_cache_bytes_per_token(
+        ...     num_layers=2, num_kv_heads=4, head_dim=16, bytes_per_element=4
+        ... )
         1024
     """
-    sizes = [check_positive_int(n, name) for n, name in (
-        (num_layers, "num_layers"), (num_kv_heads, "num_kv_heads"), (head_dim, "head_dim"),
-        (bytes_per_element, "bytes_per_element"))]
+    sizes = [
+        check_positive_int(n, name)
+        for n, name in (
+            (num_layers, "num_layers"),
+            (num_kv_heads, "num_kv_heads"),
+            (head_dim, "head_dim"),
+            (bytes_per_element, "bytes_per_element"),
+        )
+    ]
     L, Hkv, D, nbytes = sizes
     return 2 * L * Hkv * D * nbytes

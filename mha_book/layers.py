@@ -81,27 +81,47 @@ class EncoderLayer(nn.Module):
         (torch.Size([2, 10, 64]), torch.Size([2, 4, 10, 10]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, dropout: float = 0.0,
-                 norm_first: bool = False, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.ff_dim = check_positive_int(ff_dim, "ff_dim")
         dropout = check_probability(dropout, "dropout")
         if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
+            raise TypeError(
+                f"norm_first must be a bool, got {type(norm_first).__name__}"
+            )
         self.norm_first = norm_first
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
-        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # feed-forward: E -> ff_dim
+        self.self_attn = MultiHeadAttention(
+            embed_dim, num_heads, dropout=dropout, **factory
+        )
+        self.linear1 = nn.Linear(
+            embed_dim, ff_dim, **factory
+        )  # feed-forward: E -> ff_dim
         self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # feed-forward: ff_dim -> E
+        self.linear2 = nn.Linear(
+            ff_dim, embed_dim, **factory
+        )  # feed-forward: ff_dim -> E
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the layer.
 
         Args:
@@ -118,7 +138,8 @@ class EncoderLayer(nn.Module):
             ``(output, weights)``: the new sequence and the self-attention weights.
 
         Raises:
-            TypeError: If ``x`` is not a tensor, or its dtype differs from the parameters'.
+            TypeError: If ``x`` is not a tensor, or its dtype differs from the
+                parameters'.
             ValueError: If ``x`` is not ``(B, T, E)`` or the mask does not broadcast.
         """
         _check_sequence(x, "x", self.embed_dim, "T")
@@ -140,7 +161,7 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """One Transformer decoder layer: causal self-attention, cross-attention, feed-forward.
+    """One Transformer decoder layer: self-attention, cross-attention, feed-forward.
 
     Multi-head attention appears twice:
 
@@ -162,7 +183,8 @@ class DecoderLayer(nn.Module):
         embed_dim: Model dimension E, of both the decoder input and ``memory``.
         num_heads: Number of heads H of both attention blocks; must divide E.
         ff_dim: Hidden size of the feed-forward network (often 4·E).
-        dropout: Dropout probability (attention weights, feed-forward, sublayer outputs).
+        dropout: Dropout probability (attention weights, feed-forward, sublayer
+            outputs).
         norm_first: If True, apply LayerNorm before each sublayer (pre-norm).
         device: Device of the parameters.
         dtype: Dtype of the parameters.
@@ -175,21 +197,40 @@ class DecoderLayer(nn.Module):
         (torch.Size([2, 5, 64]), torch.Size([2, 4, 5, 5]), torch.Size([2, 4, 5, 7]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, dropout: float = 0.0,
-                 norm_first: bool = False, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.ff_dim = check_positive_int(ff_dim, "ff_dim")
         dropout = check_probability(dropout, "dropout")
         if not isinstance(norm_first, bool):
-            raise TypeError(f"norm_first must be a bool, got {type(norm_first).__name__}")
+            raise TypeError(
+                f"norm_first must be a bool, got {type(norm_first).__name__}"
+            )
         self.norm_first = norm_first
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
-        self.cross_attn = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
-        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # feed-forward: E -> ff_dim
+        self.self_attn = MultiHeadAttention(
+            embed_dim, num_heads, dropout=dropout, **factory
+        )
+        self.cross_attn = MultiHeadAttention(
+            embed_dim, num_heads, dropout=dropout, **factory
+        )
+        self.linear1 = nn.Linear(
+            embed_dim, ff_dim, **factory
+        )  # feed-forward: E -> ff_dim
         self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # feed-forward: ff_dim -> E
+        self.linear2 = nn.Linear(
+            ff_dim, embed_dim, **factory
+        )  # feed-forward: ff_dim -> E
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.norm3 = nn.LayerNorm(embed_dim, **factory)
@@ -197,9 +238,13 @@ class DecoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None,
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Run the layer.
 
         The causal mask is always applied to the self-attention; ``self_mask``
@@ -225,35 +270,50 @@ class DecoderLayer(nn.Module):
             ``(output, self_weights, cross_weights)``.
 
         Raises:
-            TypeError: If an input is not a tensor, or its dtype differs from the parameters'.
+            TypeError: If an input is not a tensor, or its dtype differs from the
+                parameters'.
             ValueError: If ``x`` is not ``(B, T, E)``, ``memory`` not ``(B, S, E)``
                 with the batch size of ``x``, or a mask does not broadcast.
         """
         _check_sequence(x, "x", self.embed_dim, "T")
         _check_sequence(memory, "memory", self.embed_dim, "S")
         if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"memory must have the batch size B of x ({x.shape[0]}), "
-                             f"got memory of shape {fmt_shape(memory.shape)}")
+            raise ValueError(
+                f"memory must have the batch size B of x ({x.shape[0]}), "
+                f"got memory of shape {fmt_shape(memory.shape)}"
+            )
         check_same_dtype_device("the layer's parameters", self.linear1.weight, "x", x)
         check_same_dtype_device("x", x, "memory", memory)
         B, T = x.shape[:2]
         causal = causal_mask(T, device=x.device)  # (T, T)
         if self_mask is not None:
-            check_mask(self_mask, (B, self.self_attn.num_heads, T, T), device=x.device,
-                       name="self_mask")
+            check_mask(
+                self_mask,
+                (B, self.self_attn.num_heads, T, T),
+                device=x.device,
+                name="self_mask",
+            )
             causal = causal & self_mask  # (B, H, T, T) or a broadcastable shape
         if self.norm_first:
             h = self.norm1(x)
-            attn, self_weights = self.self_attn(h, h, h, causal)  # (B, T, E), (B, H, T, T)
+            attn, self_weights = self.self_attn(
+                h, h, h, causal
+            )  # (B, T, E), (B, H, T, T)
             x = x + self.dropout1(attn)
             h = self.norm2(x)
-            attn, cross_weights = self.cross_attn(h, memory, memory, memory_mask)  # (B, H, T, S)
+            attn, cross_weights = self.cross_attn(
+                h, memory, memory, memory_mask
+            )  # (B, H, T, S)
             x = x + self.dropout2(attn)
             x = x + self.dropout3(self._ff_block(self.norm3(x)))
         else:
-            attn, self_weights = self.self_attn(x, x, x, causal)  # (B, T, E), (B, H, T, T)
+            attn, self_weights = self.self_attn(
+                x, x, x, causal
+            )  # (B, T, E), (B, H, T, T)
             x = self.norm1(x + self.dropout1(attn))
-            attn, cross_weights = self.cross_attn(x, memory, memory, memory_mask)  # (B, H, T, S)
+            attn, cross_weights = self.cross_attn(
+                x, memory, memory, memory_mask
+            )  # (B, H, T, S)
             x = self.norm2(x + self.dropout2(attn))
             x = self.norm3(x + self.dropout3(self._ff_block(x)))
         return x, self_weights, cross_weights

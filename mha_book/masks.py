@@ -66,10 +66,16 @@ def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int) -> torch.T
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(lengths)
     max_len = _check_length(max_len, "max_len")
-    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+    if (
+        lengths.is_floating_point()
+        or lengths.is_complex()
+        or lengths.dtype == torch.bool
+    ):
         raise TypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
     if lengths.dim() != 1:
-        raise ValueError(f"lengths must have shape (B,), got shape {fmt_shape(lengths.shape)}")
+        raise ValueError(
+            f"lengths must have shape (B,), got shape {fmt_shape(lengths.shape)}"
+        )
     if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
         raise ValueError(
             f"lengths must lie in [0, max_len] = [0, {max_len}], got {lengths.tolist()}"
@@ -79,7 +85,9 @@ def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int) -> torch.T
     return mask[:, None, None, :]  # (B, 1, 1, S)
 
 
-def causal_mask(T: int, S: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    T: int, S: int | None = None, *, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Mask that lets each query see only keys at or before its own position.
 
     Queries and keys are aligned at the END (bottom-right): query ``i`` may

@@ -37,7 +37,9 @@ __all__ = ["MultiHeadAttention"]
 def _check_need_weights(need_weights: object) -> None:
     """Raise ``TypeError`` unless ``need_weights`` is a bool."""
     if not isinstance(need_weights, bool):
-        raise TypeError(f"need_weights must be a bool, got {type(need_weights).__name__}")
+        raise TypeError(
+            f"need_weights must be a bool, got {type(need_weights).__name__}"
+        )
 
 
 class MultiHeadAttention(nn.Module):
@@ -77,25 +79,40 @@ class MultiHeadAttention(nn.Module):
         >>> out, w = mha(x, x, x)
         >>> out.shape, w.shape
         (torch.Size([2, 10, 512]), torch.Size([2, 8, 10, 10]))
-        >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads of D = 64
+        >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads, D=64
         >>> gqa.k_proj.weight.shape, gqa(x, x, x)[1].shape
         (torch.Size([128, 512]), torch.Size([2, 8, 10, 10]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, *, num_kv_heads: int | None = None,
-                 dropout: float = 0.0, bias: bool = True, kdim: int | None = None,
-                 vdim: int | None = None, batch_first: bool = True, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.num_heads = check_positive_int(num_heads, "num_heads")
         if embed_dim % num_heads != 0:
             raise ValueError(
-                f"embed_dim must be divisible by num_heads, got embed_dim = {embed_dim} "
+                "embed_dim must be divisible by num_heads, "
+                f"got embed_dim = {embed_dim} "
                 f"and num_heads = {num_heads}"
             )
         self.head_dim = embed_dim // num_heads
-        self.num_kv_heads = num_heads if num_kv_heads is None else check_positive_int(
-            num_kv_heads, "num_kv_heads")
+        self.num_kv_heads = (
+            num_heads
+            if num_kv_heads is None
+            else check_positive_int(num_kv_heads, "num_kv_heads")
+        )
         if num_heads % self.num_kv_heads != 0:
             raise ValueError(
                 f"num_kv_heads must divide num_heads, got num_heads = {num_heads} "
@@ -120,9 +137,14 @@ class MultiHeadAttention(nn.Module):
             if proj.bias is not None:
                 nn.init.zeros_(proj.bias)
 
-    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor | None = None, need_weights: bool = True,
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
@@ -154,26 +176,31 @@ class MultiHeadAttention(nn.Module):
 
         # --- 1. project: one linear map each for queries, keys and values ---
         q = self.q_proj(query)  # (B, T, E)
-        k = self.k_proj(key)  # (B, S, Hkv·D), Hkv·D = E unless num_kv_heads < num_heads
+        # Hkv·D = E unless num_kv_heads < num_heads
+        k = self.k_proj(key)  # (B, S, Hkv·D)
         v = self.v_proj(value)  # (B, S, Hkv·D)
 
         # --- 2. split: cut E into H heads of D features ---
         q = split_heads(q, self.num_heads)  # (B, H, T, D)
         k = split_heads(k, self.num_kv_heads)  # (B, Hkv, S, D)
         v = split_heads(v, self.num_kv_heads)  # (B, Hkv, S, D)
-        n_rep = self.num_heads // self.num_kv_heads  # query heads per key/value head (1 for MHA)
+        n_rep = (
+            self.num_heads // self.num_kv_heads
+        )  # query heads per key/value head (1 for MHA)
         k = repeat_kv(k, n_rep)  # (B, H, S, D)
         v = repeat_kv(v, n_rep)  # (B, H, S, D)
 
         # --- 3. attend: every head at once, explicit or fused ---
         # (validate=False: _check_inputs has checked the inputs and the mask already)
         if need_weights:
-            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
-                                                            validate=False)
+            context, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout_p=dropout_p, validate=False
+            )
             # context (B, H, T, D), weights (B, H, T, S)
         else:
-            context = fused_attention(q, k, v, mask, dropout_p=dropout_p,
-                                      validate=False)  # (B, H, T, D)
+            context = fused_attention(
+                q, k, v, mask, dropout_p=dropout_p, validate=False
+            )  # (B, H, T, D)
             weights = None
 
         # --- 4. merge: concatenate the heads back to E features ---
@@ -185,18 +212,29 @@ class MultiHeadAttention(nn.Module):
             output = output.transpose(0, 1)  # (T, B, E)
         return output, weights
 
-    def _check_inputs(self, query, key, value, mask, need_weights) -> tuple[int, int, int]:
+    def _check_inputs(
+        self, query, key, value, mask, need_weights
+    ) -> tuple[int, int, int]:
         """Validate the inputs in either layout; return ``(B, T, S)``."""
         b, t = (0, 1) if self.batch_first else (1, 0)  # positions of B and of T / S
-        for name, x, dim in (("query", query, self.embed_dim), ("key", key, self.kdim),
-                             ("value", value, self.vdim)):
+        for name, x, dim in (
+            ("query", query, self.embed_dim),
+            ("key", key, self.kdim),
+            ("value", value, self.vdim),
+        ):
             check_tensor(x, name)
             length = "T" if name == "query" else "S"
-            symbols = f"(B, {length}, {dim})" if self.batch_first else f"({length}, B, {dim})"
+            symbols = (
+                f"(B, {length}, {dim})" if self.batch_first else f"({length}, B, {dim})"
+            )
             check_rank(x, name, 3, symbols)
             if x.shape[-1] != dim:
-                raise ValueError(f"{name} must have shape {symbols}, got {fmt_shape(x.shape)}")
-        check_same_dtype_device("the module's parameters", self.q_proj.weight, "query", query)
+                raise ValueError(
+                    f"{name} must have shape {symbols}, got {fmt_shape(x.shape)}"
+                )
+        check_same_dtype_device(
+            "the module's parameters", self.q_proj.weight, "query", query
+        )
         check_same_dtype_device("query", query, "key", key)
         check_same_dtype_device("query", query, "value", value)
         B, T, S = query.shape[b], query.shape[t], key.shape[t]
@@ -205,8 +243,10 @@ class MultiHeadAttention(nn.Module):
                 expected = [0, 0, x.shape[-1]]
                 expected[b], expected[t] = B, S
                 symbols = "(B, S, F)" if self.batch_first else "(S, B, F)"
-                raise ValueError(f"{name} must have shape {symbols} = {fmt_shape(expected)} "
-                                 f"(B from query, S from key), got {fmt_shape(x.shape)}")
+                raise ValueError(
+                    f"{name} must have shape {symbols} = {fmt_shape(expected)} "
+                    f"(B from query, S from key), got {fmt_shape(x.shape)}"
+                )
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T, S), device=query.device)
         _check_need_weights(need_weights)
@@ -214,9 +254,14 @@ class MultiHeadAttention(nn.Module):
 
     # --- incremental decoding with a KV cache ---
 
-    def forward_step(self, x: torch.Tensor, kv_cache: KVCache, mask: torch.Tensor | None = None,
-                     need_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Causal self-attention for new tokens, reusing the keys and values of earlier calls.
+    def forward_step(
+        self,
+        x: torch.Tensor,
+        kv_cache: KVCache,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Causal self-attention for new tokens, reusing earlier calls' keys and values.
 
         The T tokens of ``x`` continue the sequence whose ``past = kv_cache.seq_len``
         keys and values are cached: they are positions ``past, ..., past + T - 1``.
@@ -235,7 +280,8 @@ class MultiHeadAttention(nn.Module):
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
-            - kv_cache: keys ``(B, Hkv, past, D)`` before, ``(B, Hkv, past + T, D)`` after
+            - kv_cache: keys ``(B, Hkv, past, D)`` before, ``(B, Hkv, past + T, D)``
+              after
             - output: like ``x``
             - weights: ``(B, H, T, past + T)``
 
@@ -261,7 +307,9 @@ class MultiHeadAttention(nn.Module):
             x = x.transpose(0, 1)  # (B, T, E)
         dropout_p = self.dropout if self.training else 0.0
         q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T, D)
-        k = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, Hkv, T, D): new tokens only
+        k = split_heads(
+            self.k_proj(x), self.num_kv_heads
+        )  # (B, Hkv, T, D): new tokens only
         v = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, Hkv, T, D)
         k, v = kv_cache.update(k, v)  # (B, Hkv, S, D) with S = past + T: cached and new
         n_rep = self.num_heads // self.num_kv_heads
@@ -270,11 +318,16 @@ class MultiHeadAttention(nn.Module):
         if T > 1:  # a single newest token may attend every key: no mask needed
             causal = causal_mask(T, past + T, device=x.device)  # (T, S)
             mask = causal if mask is None else causal & mask  # (..., T, S)
-        if need_weights:  # inputs and mask checked by _check_step_inputs: no second check
-            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
-                                                            validate=False)
+        if (
+            need_weights
+        ):  # inputs and mask checked by _check_step_inputs: no second check
+            context, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout_p=dropout_p, validate=False
+            )
         else:
-            context = fused_attention(q, k, v, mask, dropout_p=dropout_p, validate=False)
+            context = fused_attention(
+                q, k, v, mask, dropout_p=dropout_p, validate=False
+            )
             weights = None
         output = self.out_proj(merge_heads(context))  # (B, T, E)
         if not self.batch_first:
@@ -284,22 +337,35 @@ class MultiHeadAttention(nn.Module):
     def _check_step_inputs(self, x, kv_cache, mask, need_weights) -> int:
         """Validate the inputs of :meth:`forward_step`; return the cached length."""
         if not isinstance(kv_cache, KVCache):
-            raise TypeError(f"kv_cache must be a mha_book.KVCache, got {type(kv_cache).__name__}")
+            raise TypeError(
+                f"kv_cache must be a mha_book.KVCache, got {type(kv_cache).__name__}"
+            )
         if (self.kdim, self.vdim) != (self.embed_dim, self.embed_dim):
-            raise ValueError(f"forward_step is self-attention and needs kdim == vdim == embed_dim, "
-                             f"got kdim = {self.kdim}, vdim = {self.vdim}, embed_dim = {self.embed_dim}")
+            raise ValueError(
+                f"forward_step is self-attention and needs kdim == vdim == embed_dim, "
+                f"got kdim = {self.kdim}, vdim = {self.vdim}, "
+                f"embed_dim = {self.embed_dim}"
+            )
         check_tensor(x, "x")
-        symbols = f"(B, T, {self.embed_dim})" if self.batch_first else f"(T, B, {self.embed_dim})"
+        symbols = (
+            f"(B, T, {self.embed_dim})"
+            if self.batch_first
+            else f"(T, B, {self.embed_dim})"
+        )
         check_rank(x, "x", 3, symbols)
         if x.shape[-1] != self.embed_dim:
             raise ValueError(f"x must have shape {symbols}, got {fmt_shape(x.shape)}")
         check_same_dtype_device("the module's parameters", self.q_proj.weight, "x", x)
         _check_need_weights(need_weights)
-        B, T = (x.shape[0], x.shape[1]) if self.batch_first else (x.shape[1], x.shape[0])
+        B, T = (
+            (x.shape[0], x.shape[1]) if self.batch_first else (x.shape[1], x.shape[0])
+        )
         past = kv_cache.seq_len
         if past and kv_cache.keys.shape[0] != B:
-            raise ValueError(f"x must have the batch size of kv_cache ({kv_cache.keys.shape[0]}), "
-                             f"got {B}")
+            raise ValueError(
+                f"x must have the batch size of kv_cache ({kv_cache.keys.shape[0]}), "
+                f"got {B}"
+            )
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T, past + T), device=x.device)
         return past
@@ -308,11 +374,11 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy an ``nn.MultiheadAttention``'s weights exactly (same dtype, device, mode).
+        """Copy an ``nn.MultiheadAttention``'s weights exactly.
 
-        Handles the packed ``in_proj_weight`` and the separate
-        ``q/k/v_proj_weight`` (when ``kdim`` or ``vdim`` differ from E), with
-        or without bias, either ``batch_first``.
+        The copy has the same dtype, device and mode. Handles the packed
+        ``in_proj_weight`` and the separate ``q/k/v_proj_weight`` (when ``kdim``
+        or ``vdim`` differ from E), with or without bias, either ``batch_first``.
 
         Raises:
             TypeError: If ``module`` is not an ``nn.MultiheadAttention``.
@@ -320,32 +386,56 @@ class MultiHeadAttention(nn.Module):
                 this class does not implement.
 
         Example:
-            >>> theirs = nn.MultiheadAttention(64, 4, kdim=32, vdim=16, batch_first=True)
+            >>> theirs = nn.MultiheadAttention(
+            ...     64, 4, kdim=32, vdim=16, batch_first=True
+            ... )
             >>> ours = MultiHeadAttention.from_torch(theirs)
             >>> ours.k_proj.weight.shape, ours.v_proj.weight.shape
             (torch.Size([64, 32]), torch.Size([64, 16]))
         """
         if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"module must be a torch.nn.MultiheadAttention, got {type(module).__name__}")
+            raise TypeError(
+                "module must be a torch.nn.MultiheadAttention, "
+                f"got {type(module).__name__}"
+            )
         if module.bias_k is not None or module.bias_v is not None:
-            raise ValueError("module must have add_bias_kv=False: MultiHeadAttention has no bias_k/bias_v")
+            raise ValueError(
+                "module must have add_bias_kv=False: "
+                "MultiHeadAttention has no bias_k/bias_v"
+            )
         if module.add_zero_attn:
-            raise ValueError("module must have add_zero_attn=False: "
-                             "MultiHeadAttention does not add a zero key")
+            raise ValueError(
+                "module must have add_zero_attn=False: "
+                "MultiHeadAttention does not add a zero key"
+            )
         bias = module.in_proj_bias is not None
         if bias != (module.out_proj.bias is not None):
-            raise ValueError("module must have biases on both in_proj and out_proj, or on neither")
+            raise ValueError(
+                "module must have biases on both in_proj and out_proj, or on neither"
+            )
         ref = module.out_proj.weight
-        ours = cls(module.embed_dim, module.num_heads, dropout=module.dropout, bias=bias,
-                   kdim=module.kdim, vdim=module.vdim, batch_first=module.batch_first,
-                   device=ref.device, dtype=ref.dtype)
+        ours = cls(
+            module.embed_dim,
+            module.num_heads,
+            dropout=module.dropout,
+            bias=bias,
+            kdim=module.kdim,
+            vdim=module.vdim,
+            batch_first=module.batch_first,
+            device=ref.device,
+            dtype=ref.dtype,
+        )
         if module._qkv_same_embed_dim:
             weights = module.in_proj_weight.chunk(3)  # 3 x (E, E)
         else:
             weights = (module.q_proj_weight, module.k_proj_weight, module.v_proj_weight)
-        biases = module.in_proj_bias.chunk(3) if bias else (None, None, None)  # 3 x (E,)
+        biases = (
+            module.in_proj_bias.chunk(3) if bias else (None, None, None)
+        )  # 3 x (E,)
         with torch.no_grad():
-            for proj, w, b in zip((ours.q_proj, ours.k_proj, ours.v_proj), weights, biases):
+            for proj, w, b in zip(
+                (ours.q_proj, ours.k_proj, ours.v_proj), weights, biases
+            ):
                 proj.weight.copy_(w)
                 if b is not None:
                     proj.bias.copy_(b)
@@ -355,7 +445,9 @@ class MultiHeadAttention(nn.Module):
         return ours.train(module.training)
 
     def to_torch(self) -> nn.MultiheadAttention:
-        """An ``nn.MultiheadAttention`` with exactly these weights (same dtype, device, mode).
+        """An ``nn.MultiheadAttention`` with exactly these weights.
+
+        The copy has the same dtype, device and mode.
 
         Raises:
             ValueError: If ``num_kv_heads != num_heads``: ``nn.MultiheadAttention``
@@ -368,19 +460,30 @@ class MultiHeadAttention(nn.Module):
         """
         if self.num_kv_heads != self.num_heads:
             raise ValueError(
-                "to_torch needs num_kv_heads == num_heads (nn.MultiheadAttention has no shared "
+                "to_torch needs num_kv_heads == num_heads "
+                "(nn.MultiheadAttention has no shared "
                 f"key/value heads), got num_heads = {self.num_heads} and "
                 f"num_kv_heads = {self.num_kv_heads}"
             )
         ref = self.out_proj.weight
         bias = self.out_proj.bias is not None
-        theirs = nn.MultiheadAttention(self.embed_dim, self.num_heads, dropout=self.dropout, bias=bias,
-                                       kdim=self.kdim, vdim=self.vdim, batch_first=self.batch_first,
-                                       device=ref.device, dtype=ref.dtype)
+        theirs = nn.MultiheadAttention(
+            self.embed_dim,
+            self.num_heads,
+            dropout=self.dropout,
+            bias=bias,
+            kdim=self.kdim,
+            vdim=self.vdim,
+            batch_first=self.batch_first,
+            device=ref.device,
+            dtype=ref.dtype,
+        )
         projs = (self.q_proj, self.k_proj, self.v_proj)
         with torch.no_grad():
             if theirs._qkv_same_embed_dim:
-                theirs.in_proj_weight.copy_(torch.cat([p.weight for p in projs]))  # (3E, E)
+                theirs.in_proj_weight.copy_(
+                    torch.cat([p.weight for p in projs])
+                )  # (3E, E)
             else:
                 theirs.q_proj_weight.copy_(self.q_proj.weight)
                 theirs.k_proj_weight.copy_(self.k_proj.weight)
@@ -392,7 +495,13 @@ class MultiHeadAttention(nn.Module):
         return theirs.train(self.training)
 
     def extra_repr(self) -> str:
-        kv = f", num_kv_heads={self.num_kv_heads}" if self.num_kv_heads != self.num_heads else ""
-        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{kv}, kdim={self.kdim}, "
-                f"vdim={self.vdim}, dropout={self.dropout}, batch_first={self.batch_first}")
-
+        kv = (
+            f", num_kv_heads={self.num_kv_heads}"
+            if self.num_kv_heads != self.num_heads
+            else ""
+        )
+        return (
+            f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{kv}, "
+            f"kdim={self.kdim}, "
+            f"vdim={self.vdim}, dropout={self.dropout}, batch_first={self.batch_first}"
+        )

@@ -55,6 +55,9 @@ def setup_fonts() -> None:
 
 
 FIGURE_DPI = 110
+# A figure this wide (inches) with 10 pt text shows that text at >= 9 CSS px
+# in the 342 px column of a 390 px phone (the browser tests check it).
+PHONE_WIDTH_IN = 5.0
 # PNG text key under which figure_png records the smallest text of a figure,
 # in image pixels; the browser tests check it against the size shown on a phone.
 MIN_TEXT_KEY = "mha_book:min_text_px"
@@ -85,18 +88,36 @@ def smallest_text_pt(fig: Figure) -> float:
         >>> _ = ax.set_title("t", fontsize=12); ax.tick_params(labelsize=9)
         >>> smallest_text_pt(fig)
         9.0
+        >>> ax.set_xscale("log", base=2)  # ticks like 2^0 have superscripts
+        >>> round(smallest_text_pt(fig), 2)
+        6.3
     """
     from matplotlib.axis import Tick
     from matplotlib.text import Text
 
     fig.draw_without_rendering()  # lay out, so tick labels are final
-    tick_labels = {id(label) for tick in fig.findobj(Tick)
-                   for label in (tick.label1, tick.label2)}
+    tick_labels = {
+        id(label) for tick in fig.findobj(Tick) for label in (tick.label1, tick.label2)
+    }
     texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels]
     for ax in fig.axes:  # the tick labels in view
         texts += [*ax.get_xticklabels(), *ax.get_yticklabels()]
-    sizes = [t.get_fontsize() for t in texts if t.get_visible() and t.get_text().strip()]
+    sizes = [
+        t.get_fontsize()
+        * (MATH_SCRIPT_SHRINK if _has_math_script(t.get_text()) else 1.0)
+        for t in texts
+        if t.get_visible() and t.get_text().strip()
+    ]
     return float(min(sizes, default=float("inf")))
+
+
+# mathtext draws sub- and superscripts (the 10 of a log axis's 2^10) at 0.7 of
+# the font size (matplotlib.mathtext's SHRINK_FACTOR).
+MATH_SCRIPT_SHRINK = 0.7
+
+
+def _has_math_script(text: str) -> bool:
+    return any(("^" in part or "_" in part) for part in text.split("$")[1::2])
 
 
 def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
@@ -117,8 +138,13 @@ def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
 
     smallest = smallest_text_pt(fig) * dpi / 72
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight",
-                metadata={MIN_TEXT_KEY: f"{smallest:.2f}"})
+    fig.savefig(
+        buf,
+        format="png",
+        dpi=dpi,
+        bbox_inches="tight",
+        metadata={MIN_TEXT_KEY: f"{smallest:.2f}"},
+    )
     return buf.getvalue()
 
 
@@ -139,13 +165,44 @@ def new_figure(**kwargs) -> Figure:
     return Figure(**kwargs)
 
 
+def plain_log_ticks(ax, axis: str = "both") -> None:
+    """Label log-scale axes with plain numbers (1024, 0.5) instead of powers (2^10).
+
+    A power's exponent is drawn at 0.7 of the font size, too small to read on a
+    phone; minor ticks keep their marks but lose their labels.
+
+    Args:
+        ax: a matplotlib Axes.
+        axis: "x", "y" or "both".
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots()
+        >>> _ = ax.loglog([1, 1024], [0.5, 8], base=2)
+        >>> plain_log_ticks(ax)
+        >>> [ax.xaxis.get_major_formatter()(v, 0) for v in (1024, 0.5)]
+        ['1024', '0.5']
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    if axis not in ("x", "y", "both"):
+        raise ValueError(f"axis must be 'x', 'y' or 'both', got {axis!r}")
+    plain = FuncFormatter(
+        lambda v, _: f"{v:.0f}" if v >= 1 and v == int(v) else f"{v:g}"
+    )
+    for name in ("x", "y") if axis == "both" else (axis,):
+        target = getattr(ax, f"{name}axis")
+        target.set_major_formatter(plain)
+        target.set_minor_formatter(NullFormatter())
+
+
 def plot_attention(
     weights: torch.Tensor,
     q_tokens: Sequence[str] | None = None,
     k_tokens: Sequence[str] | None = None,
     *,
     titles: Sequence[str] | None = None,
-    ncols: int = 4,
+    ncols: int | None = None,
     cmap: str = "Blues",
     cell_size: float = 0.45,
     annotate: bool = False,
@@ -163,7 +220,9 @@ def plot_attention(
             ``q_tokens`` when T == S.
         titles: one title per head; defaults to "head 0", "head 1", ...
             ("头 0", ... in the zh book).
-        ncols: number of columns of the grid.
+        ncols: number of columns of the grid; by default as many as fit in
+            ``PHONE_WIDTH_IN`` inches (at least one), so the figure's text
+            stays legible on a phone.
         cmap: matplotlib colour map.
         cell_size: inches per heatmap cell.
         annotate: write each weight (two decimals) into its cell.
@@ -200,12 +259,15 @@ def plot_attention(
         word = pick("头", "head")  # the book's language (MHA_BOOK_LANG)
         titles = [f"{word} {h}" for h in range(num_heads)] if num_heads > 1 else [""]
     _check_labels("titles", titles, num_heads)
+    panel_width = max(2.5, cell_size * S + 1.2)  # inches, labels included
+    if ncols is None:
+        ncols = max(1, int((PHONE_WIDTH_IN - 0.8) // panel_width))
     if ncols < 1:
         raise ValueError(f"ncols must be >= 1, got {ncols}")
 
     ncols = min(ncols, num_heads)
     nrows = -(-num_heads // ncols)
-    width = max(2.5, cell_size * S + 1.2) * ncols + 0.8
+    width = panel_width * ncols + 0.8  # + the colour bar
     height = max(2.2, cell_size * T + 1.0) * nrows
     fig = new_figure(figsize=(width, height))
     axes = fig.subplots(nrows, ncols, squeeze=False)
@@ -219,14 +281,27 @@ def plot_attention(
         ax.set_title(titles[h], fontsize=10)
         ax.set_xticks(range(S), k_tokens if k_tokens is not None else range(S))
         ax.set_yticks(range(T), q_tokens if q_tokens is not None else range(T))
-        ax.tick_params(axis="x", labelrotation=45 if k_tokens is not None else 0)
+        if k_tokens is not None:
+            # Turned labels end at their tick, so a long one never runs into the next.
+            ax.tick_params(axis="x", labelrotation=45)
+            for label in ax.get_xticklabels():
+                label.set(ha="right", rotation_mode="anchor")
         if annotate:
             for i in range(T):
                 for j in range(S):
                     value = data[h, i, j]
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center",
-                            fontsize=9, color="white" if value > 0.6 else "black")
-    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
+                    ax.text(
+                        j,
+                        i,
+                        f"{value:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=10,
+                        color="white" if value > 0.6 else "black",
+                    )
+    # One colour bar beside the whole grid; over many rows a shorter one suffices.
+    shrink = 0.8 if nrows == 1 else max(0.25, 0.8 / nrows)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=shrink)
     return fig
 
 

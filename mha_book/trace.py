@@ -43,7 +43,9 @@ class ShapeTrace:
     """
 
     def __init__(self, rows, sizes: dict[str, int] | None = None) -> None:
-        self.rows = tuple((str(n), str(sym), torch.Size(shape)) for n, sym, shape in rows)
+        self.rows = tuple(
+            (str(n), str(sym), torch.Size(shape)) for n, sym, shape in rows
+        )
         self.sizes = dict(sizes or {})
 
     @property
@@ -75,7 +77,10 @@ class ShapeTrace:
         cells = self._cells()
         widths = [max(len(r[i]) for r in [header, *cells]) for i in range(3)]
         lines = [header, tuple("-" * w for w in widths), *cells]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
+            for line in lines
+        )
 
     __repr__ = __str__
 
@@ -93,8 +98,13 @@ class ShapeTrace:
         return "\n".join(lines)
 
 
-def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Tensor | None = None,
-                 value: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> ShapeTrace:
+def trace_shapes(
+    module: MultiHeadAttention,
+    query: torch.Tensor,
+    key: torch.Tensor | None = None,
+    value: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+) -> ShapeTrace:
     """Record the shape of each stage of ``module(query, key, value, mask)``.
 
     Args:
@@ -105,7 +115,8 @@ def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Ten
         mask: Optional bool mask, True = may attend.
 
     Shape:
-        As :meth:`MultiHeadAttention.forward <mha_book.module.MultiHeadAttention.forward>`.
+        As :meth:`MultiHeadAttention.forward
+        <mha_book.module.MultiHeadAttention.forward>`.
         The stages are ``query, key, value, q_proj, k_proj, v_proj, q_heads,
         k_heads, v_heads, scores, weights, context, merged, output``; a
         grouped-query module (``num_kv_heads < num_heads``) adds
@@ -145,7 +156,9 @@ def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Ten
         output   (B, T, E)     (2, 10, 512)
     """
     if not isinstance(module, MultiHeadAttention):
-        raise TypeError(f"module must be a mha_book.MultiHeadAttention, got {type(module).__name__}")
+        raise TypeError(
+            f"module must be a mha_book.MultiHeadAttention, got {type(module).__name__}"
+        )
     key = query if key is None else key
     value = key if value is None else value
     bt = (lambda s: f"(B, {s}, ") if module.batch_first else (lambda s: f"({s}, B, ")
@@ -155,45 +168,72 @@ def trace_shapes(module: MultiHeadAttention, query: torch.Tensor, key: torch.Ten
 
     with torch.no_grad():
         expected, _ = module(query, key, value, mask)  # validates the inputs, too
-        rows = [("query", bt("T") + "E)", query.shape), ("key", bt("S") + kdim + ")", key.shape),
-                ("value", bt("S") + vdim + ")", value.shape)]
+        rows = [
+            ("query", bt("T") + "E)", query.shape),
+            ("key", bt("S") + kdim + ")", key.shape),
+            ("value", bt("S") + vdim + ")", value.shape),
+        ]
         if not module.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+            query, key, value = (
+                query.transpose(0, 1),
+                key.transpose(0, 1),
+                value.transpose(0, 1),
+            )
         # the steps of MultiHeadAttention.forward, one row each
         grouped = module.num_kv_heads != module.num_heads
         kv = "Hkv·D" if grouped else "E"
         q = module.q_proj(query)  # (B, T, E)
         k = module.k_proj(key)  # (B, S, Hkv·D)
         v = module.v_proj(value)  # (B, S, Hkv·D)
-        rows += [("q_proj", "(B, T, E)", q.shape), ("k_proj", f"(B, S, {kv})", k.shape),
-                 ("v_proj", f"(B, S, {kv})", v.shape)]
+        rows += [
+            ("q_proj", "(B, T, E)", q.shape),
+            ("k_proj", f"(B, S, {kv})", k.shape),
+            ("v_proj", f"(B, S, {kv})", v.shape),
+        ]
         q = split_heads(q, module.num_heads)  # (B, H, T, D)
         k = split_heads(k, module.num_kv_heads)  # (B, Hkv, S, D)
         v = split_heads(v, module.num_kv_heads)  # (B, Hkv, S, D)
         hkv = "Hkv" if grouped else "H"
-        rows += [("q_heads", "(B, H, T, D)", q.shape), ("k_heads", f"(B, {hkv}, S, D)", k.shape),
-                 ("v_heads", f"(B, {hkv}, S, D)", v.shape)]
+        rows += [
+            ("q_heads", "(B, H, T, D)", q.shape),
+            ("k_heads", f"(B, {hkv}, S, D)", k.shape),
+            ("v_heads", f"(B, {hkv}, S, D)", v.shape),
+        ]
         if grouped:
             n_rep = module.num_heads // module.num_kv_heads
             k = repeat_kv(k, n_rep)  # (B, H, S, D)
             v = repeat_kv(v, n_rep)  # (B, H, S, D)
-            rows += [("k_repeated", "(B, H, S, D)", k.shape), ("v_repeated", "(B, H, S, D)", v.shape)]
+            rows += [
+                ("k_repeated", "(B, H, S, D)", k.shape),
+                ("v_repeated", "(B, H, S, D)", v.shape),
+            ]
         scores = q @ k.transpose(-2, -1)  # (B, H, T, S), step 1 of the kernel
-        context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
-        rows += [("scores", "(B, H, T, S)", scores.shape), ("weights", "(B, H, T, S)", weights.shape),
-                 ("context", "(B, H, T, D)", context.shape)]
+        context, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout_p=dropout_p
+        )
+        rows += [
+            ("scores", "(B, H, T, S)", scores.shape),
+            ("weights", "(B, H, T, S)", weights.shape),
+            ("context", "(B, H, T, D)", context.shape),
+        ]
         merged = merge_heads(context)  # (B, T, E)
         output = module.out_proj(merged)  # (B, T, E)
         if not module.batch_first:
             output = output.transpose(0, 1)  # (T, B, E)
-        rows += [("merged", "(B, T, E)", merged.shape), ("output", bt("T") + "E)", output.shape)]
+        rows += [
+            ("merged", "(B, T, E)", merged.shape),
+            ("output", bt("T") + "E)", output.shape),
+        ]
 
     same = output.shape == expected.shape and (
-        dropout_p > 0.0 or torch.allclose(output, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+        dropout_p > 0.0
+        or torch.allclose(output, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
     )
     if not same:
-        raise RuntimeError("trace_shapes disagrees with module(...): the trace has drifted from "
-                           "MultiHeadAttention.forward")
+        raise RuntimeError(
+            "trace_shapes disagrees with module(...): the trace has drifted from "
+            "MultiHeadAttention.forward"
+        )
     B, H, T, D = q.shape
     sizes = {"B": B, "H": H, "T": T, "S": k.shape[-2], "D": D, "E": module.embed_dim}
     return ShapeTrace(rows, sizes)

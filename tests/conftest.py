@@ -16,15 +16,28 @@ SITE = ROOT / "_build" / "html"
 @pytest.fixture(scope="session")
 def site() -> Path:
     """The built site; `make test` builds it first (`make html`)."""
-    if not (SITE / "zh" / "index.html").exists() or not (SITE / "en" / "index.html").exists():
+    if (
+        not (SITE / "zh" / "index.html").exists()
+        or not (SITE / "en" / "index.html").exists()
+    ):
         pytest.fail("the site is not built: run `make html` (make test does it first)")
     return SITE
 
 
 # What a scratch copy of the repository needs to build a book exactly like `make html`.
-BUILD_MACHINERY = ["conf.py", "pyproject.toml", "constraints.txt", "tools", "mha_book",
-                   "docs/_ext", "docs/_templates", "docs/_static", "docs/landing.html",
-                   "docs/references.bib", "docs/locale"]
+BUILD_MACHINERY = [
+    "conf.py",
+    "pyproject.toml",
+    "constraints.txt",
+    "tools",
+    "mha_book",
+    "docs/_ext",
+    "docs/_templates",
+    "docs/_static",
+    "docs/landing.html",
+    "docs/references.bib",
+    "docs/locale",
+]
 
 
 def copy_build_machinery(dest: Path) -> Path:
@@ -33,7 +46,9 @@ def copy_build_machinery(dest: Path) -> Path:
         src, dst = ROOT / name, dest / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+            shutil.copytree(
+                src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.mo")
+            )
         else:
             shutil.copy2(src, dst)
     return dest

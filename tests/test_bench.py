@@ -30,35 +30,66 @@ def test_quick_run_prints_the_table(capsys):
 
 
 def test_runs_as_a_module():
-    result = subprocess.run([sys.executable, "-m", "mha_book.bench", "--quick"], capture_output=True,
-                            text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "mha_book.bench", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "fast/torch" in result.stdout
 
 
 def test_verdicts_follow_the_targets():
-    row = {"T": 2048, "explicit": 1.2, "fast": 0.9, "torch_fast": 1.0, "torch_weights": 1.0,
-           "gflops": 40.0}
+    row = {
+        "T": 2048,
+        "explicit": 1.2,
+        "fast": 0.9,
+        "torch_fast": 1.0,
+        "torch_weights": 1.0,
+        "gflops": 40.0,
+    }
     lines = format_table([row], matmul=100.0).splitlines()
-    verdicts = {line.split("<=")[0].split(">=")[0].strip(): line.split()[-1]
-                for line in lines if line.endswith(("PASS", "MISS"))}
-    assert verdicts == {"fast / torch fast": "PASS", "explicit / torch weights": "MISS",
-                        "fast": "MISS"}
+    verdicts = {
+        line.split("<=")[0].split(">=")[0].strip(): line.split()[-1]
+        for line in lines
+        if line.endswith(("PASS", "MISS"))
+    }
+    assert verdicts == {
+        "fast / torch fast": "PASS",
+        "explicit / torch weights": "MISS",
+        "fast": "MISS",
+    }
 
 
 def test_verdicts_use_the_paired_ratios_and_show_their_spread():
     # Medians alone would give fast 0.9x (PASS); the paired ratio says 1.04x.
-    row = {"T": 128, "explicit": 1.0, "fast": 0.9, "torch_fast": 1.0, "torch_weights": 1.0,
-           "gflops": 40.0, "fast_ratio": (1.04, 1.01, 1.07), "explicit_ratio": (1.0, 1.0, 1.0)}
+    row = {
+        "T": 128,
+        "explicit": 1.0,
+        "fast": 0.9,
+        "torch_fast": 1.0,
+        "torch_weights": 1.0,
+        "gflops": 40.0,
+        "fast_ratio": (1.04, 1.01, 1.07),
+        "explicit_ratio": (1.0, 1.0, 1.0),
+    }
     lines = format_table([row], matmul=100.0).splitlines()
     fast = next(line for line in lines if line.startswith("fast / torch fast"))
-    explicit = next(line for line in lines if line.startswith("explicit / torch weights"))
+    explicit = next(
+        line for line in lines if line.startswith("explicit / torch weights")
+    )
     assert fast.split()[-3:] == ["1.04x", "MISS", "[1.01-1.07]"]
     assert explicit.split()[-2:] == ["1.00x", "PASS"]  # no spread to show
     assert "1.04x" in lines[2] and "0.90x" not in lines[2]
 
 
 def test_paired_ratio_pairs_repeats():
-    assert paired_ratio([3.0, 1.0], [3.0, 1.0]) == (1.0, 1.0, 1.0)  # same repeat, same speed
+    assert paired_ratio([3.0, 1.0], [3.0, 1.0]) == (
+        1.0,
+        1.0,
+        1.0,
+    )  # same repeat, same speed
     assert paired_ratio([2.0], [4.0]) == (0.5, 0.5, 0.5)
     with pytest.raises(ValueError):
         paired_ratio([1.0, 2.0], [1.0])
@@ -66,7 +97,10 @@ def test_paired_ratio_pairs_repeats():
 
 def test_flop_count():
     B, T, S, E = 2, 3, 5, 8
-    assert attention_flops(B, T, S, E) == 2 * B * E * E * (2 * T + 2 * S) + 4 * B * T * S * E
+    assert (
+        attention_flops(B, T, S, E)
+        == 2 * B * E * E * (2 * T + 2 * S) + 4 * B * T * S * E
+    )
 
 
 def test_bad_arguments_exit_with_usage():
@@ -76,6 +110,7 @@ def test_bad_arguments_exit_with_usage():
 
 # --- kernels and decoding sections ---
 
+
 def test_quick_run_prints_the_new_sections(capsys):
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
@@ -83,35 +118,71 @@ def test_quick_run_prints_the_new_sections(capsys):
     assert "n/a (memory at T = 8192 not measured)" in out
     assert "decoding: 2 self-attention layers" in out and "cache tok/s" in out
     assert out.count("KV cache faster than no cache") == 3
-    assert out.count("cached outputs equal") == 3 and "cached outputs equal (1e-4 rel.)    Hkv =   1" in out
+    assert (
+        out.count("cached outputs equal") == 3
+        and "cached outputs equal (1e-4 rel.)    Hkv =   1" in out
+    )
 
 
 def test_kernel_table_and_memory_target():
     times = [{"T": 8192, "reference": 0.5, "tiled": 0.6, "fused": 0.3}]
-    memory = [{"kernel": k, "T": 8192, "extra_bytes": mib * 2**20, "seconds": 0.1}
-              for k, mib in (("reference", 256.0), ("tiled", 6.0), ("fused", 2.0))]
+    memory = [
+        {"kernel": k, "T": 8192, "extra_bytes": mib * 2**20, "seconds": 0.1}
+        for k, mib in (("reference", 256.0), ("tiled", 6.0), ("fused", 2.0))
+    ]
     text = format_kernels(times, memory)
     assert "2.3%" in text and text.splitlines()[-1].endswith("PASS")
     memory[1]["extra_bytes"] = 20 * 2**20
     assert format_kernels(times, memory).splitlines()[-1].endswith("MISS")
-    assert format_kernels(times).splitlines()[-1].endswith("n/a (memory at T = 8192 not measured)")
+    assert (
+        format_kernels(times)
+        .splitlines()[-1]
+        .endswith("n/a (memory at T = 8192 not measured)")
+    )
 
 
 def test_decode_table_verdicts():
-    rows = [{"num_kv_heads": 4, "no_cache_tok_s": 100.0, "cache_tok_s": 300.0, "speedup": 3.0,
-             "max_diff": 1e-7, "scale": 2.0, "cache_bytes": 4096},
-            {"num_kv_heads": 1, "no_cache_tok_s": 100.0, "cache_tok_s": 90.0, "speedup": 0.9,
-             "max_diff": 1e-2, "scale": 2.0, "cache_bytes": 1024}]
-    lines = format_decode(rows, E=32, H=4, layers=2, prompt=4, new_tokens=4).splitlines()
+    rows = [
+        {
+            "num_kv_heads": 4,
+            "no_cache_tok_s": 100.0,
+            "cache_tok_s": 300.0,
+            "speedup": 3.0,
+            "max_diff": 1e-7,
+            "scale": 2.0,
+            "cache_bytes": 4096,
+        },
+        {
+            "num_kv_heads": 1,
+            "no_cache_tok_s": 100.0,
+            "cache_tok_s": 90.0,
+            "speedup": 0.9,
+            "max_diff": 1e-2,
+            "scale": 2.0,
+            "cache_bytes": 1024,
+        },
+    ]
+    lines = format_decode(
+        rows, E=32, H=4, layers=2, prompt=4, new_tokens=4
+    ).splitlines()
     verdicts = [line.split()[-1] for line in lines if line.endswith(("PASS", "MISS"))]
     assert verdicts == ["PASS", "MISS", "PASS", "MISS"]
 
 
 def test_measure_peak_memory_in_a_subprocess():
-    rows = measure_peak_memory([512, 1024], kernels=("reference", "tiled"), block_size=64)
+    rows = measure_peak_memory(
+        [512, 1024], kernels=("reference", "tiled"), block_size=64
+    )
     mib = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in rows}
-    assert set(mib) == {("reference", 512), ("reference", 1024), ("tiled", 512), ("tiled", 1024)}
-    assert mib["reference", 1024] >= 1024 * 1024 * 4 / 2**20  # its (T, S) float32 scores
+    assert set(mib) == {
+        ("reference", 512),
+        ("reference", 1024),
+        ("tiled", 512),
+        ("tiled", 1024),
+    }
+    assert (
+        mib["reference", 1024] >= 1024 * 1024 * 4 / 2**20
+    )  # its (T, S) float32 scores
     assert mib["tiled", 1024] < mib["reference", 1024]
     assert all(r["seconds"] > 0 for r in rows)
     with pytest.raises(ValueError, match=r"kernel must be one of"):
@@ -119,13 +190,17 @@ def test_measure_peak_memory_in_a_subprocess():
 
 
 def test_decode_speed_outputs_agree_and_cache_shrinks():
-    rows = decode_speed((4, 2, 1), E=16, H=4, layers=2, prompt=3, new_tokens=3, repeats=1)
+    rows = decode_speed(
+        (4, 2, 1), E=16, H=4, layers=2, prompt=3, new_tokens=3, repeats=1
+    )
     assert [r["num_kv_heads"] for r in rows] == [4, 2, 1]
     for r in rows:
         assert r["max_diff"] <= 1e-5 * r["scale"]
         assert r["cache_tok_s"] > 0 and r["no_cache_tok_s"] > 0
     # 2 layers x (keys + values) x B=1 x Hkv x S=6 x D=4 float32 numbers
-    assert [r["cache_bytes"] for r in rows] == [2 * 2 * h * 6 * 4 * 4 for h in (4, 2, 1)]
+    assert [r["cache_bytes"] for r in rows] == [
+        2 * 2 * h * 6 * 4 * 4 for h in (4, 2, 1)
+    ]
 
 
 def test_kernel_times_rows():

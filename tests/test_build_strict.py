@@ -35,12 +35,17 @@ def build(repo: Path, *cells: str, langs=("zh",)):
         page.write_text(HEADER + "".join(cells), encoding="utf-8")
     return subprocess.run(
         [sys.executable, "tools/build_book.py", "--langs", *langs],
-        cwd=repo, capture_output=True, text=True, timeout=300,
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
 def executed(repo: Path, lang="zh") -> bool:
-    report = json.loads((repo / "_build/exec" / f"{lang}.json").read_text(encoding="utf-8"))
+    report = json.loads(
+        (repo / "_build/exec" / f"{lang}.json").read_text(encoding="utf-8")
+    )
     return report["index"]["executed_this_build"]
 
 
@@ -88,8 +93,13 @@ def test_chinese_without_the_cjk_font_fails_and_with_it_passes(scratch):
 
 
 def test_a_cell_tagged_raises_exception_may_raise(scratch):
-    result = build(scratch, cell("raise ValueError('expected failure shown to the reader')",
-                                 tags="raises-exception"))
+    result = build(
+        scratch,
+        cell(
+            "raise ValueError('expected failure shown to the reader')",
+            tags="raises-exception",
+        ),
+    )
     assert result.returncode == 0, result.stdout
     html = (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
     assert "expected failure shown to the reader" in html
@@ -106,7 +116,9 @@ def test_cache_reexecutes_only_when_the_package_changes(scratch):
     assert not executed(scratch), "a rebuild with no change executed the page"
 
     module = scratch / "mha_book" / "book.py"
-    module.write_text(module.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    module.write_text(
+        module.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8"
+    )
     changed = build(scratch, page)
     assert changed.returncode == 0, changed.stdout
     assert executed(scratch), "changing mha_book did not re-execute the page"
@@ -126,7 +138,11 @@ def test_a_typed_measurement_stops_the_build(scratch):
     assert result.returncode != 0
     assert "index.md:" in result.stdout and "typed measurement '95 s'" in result.stdout
     glued = "Training took {glue:text}`secs` s.\n\n"
-    result = build(scratch, cell("from myst_nb import glue\nglue('secs', '95', display=False)"), glued)
+    result = build(
+        scratch,
+        cell("from myst_nb import glue\nglue('secs', '95', display=False)"),
+        glued,
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -135,7 +151,14 @@ def test_a_structure_difference_stops_the_build(scratch):
         page = scratch / "docs" / lang / "index.md"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(HEADER + extra + cell("print(1)"), encoding="utf-8")
-    result = subprocess.run([sys.executable, "tools/build_book.py", "--langs", "zh"],
-                            cwd=scratch, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "tools/build_book.py", "--langs", "zh"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode != 0
-    assert "index.md: structure differs at element 2: zh has heading h2" in result.stdout
+    assert (
+        "index.md: structure differs at element 2: zh has heading h2" in result.stdout
+    )

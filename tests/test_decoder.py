@@ -14,7 +14,9 @@ F64 = torch.float64
 
 def make_model(**kwargs) -> CausalDecoder:
     torch.manual_seed(0)
-    config = dict(vocab_size=11, embed_dim=16, num_heads=4, num_layers=2, max_len=12, dtype=F64)
+    config = dict(
+        vocab_size=11, embed_dim=16, num_heads=4, num_layers=2, max_len=12, dtype=F64
+    )
     config.update(kwargs)
     return CausalDecoder(**config).eval()
 
@@ -38,11 +40,15 @@ def test_shapes_and_weights(positions):
     assert logits.shape == (3, 9, 11)
     assert len(weights) == 2 and all(w.shape == (3, 4, 9, 9) for w in weights)
     for w in weights:
-        assert torch.all(w.masked_select(~causal_mask(9)) == 0)  # exactly zero above the diagonal
+        assert torch.all(
+            w.masked_select(~causal_mask(9)) == 0
+        )  # exactly zero above the diagonal
         assert torch.allclose(w.sum(-1), torch.ones(3, 4, 9, dtype=F64))
     logits_fast, none = model(idx)
     assert none is None
-    assert torch.allclose(logits, logits_fast, atol=1e-12)  # explicit and fused kernels agree
+    assert torch.allclose(
+        logits, logits_fast, atol=1e-12
+    )  # explicit and fused kernels agree
 
 
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
@@ -63,7 +69,9 @@ def test_blocks_use_multi_head_attention_with_the_package_mask():
     block = model.blocks[0]
     x = torch.randn(2, 5, 16, dtype=F64)
     _, w = block(x, causal_mask(5), need_weights=True)
-    _, expected = block.self_attn(block.norm1(x), block.norm1(x), block.norm1(x), causal_mask(5))
+    _, expected = block.self_attn(
+        block.norm1(x), block.norm1(x), block.norm1(x), causal_mask(5)
+    )
     assert torch.equal(w, expected)
 
 
@@ -86,7 +94,9 @@ def test_sinusoidal_model_has_no_position_parameters():
 def test_every_parameter_gets_a_gradient():
     model = make_model(num_layers=1, embed_dim=8, num_heads=2, max_len=4).train()
     model(torch.tensor([[1, 2, 3, 4]]))[0].square().sum().backward()
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+    assert all(
+        p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters()
+    )
 
 
 def test_gradcheck_block():

@@ -19,7 +19,9 @@ def qkv(B=2, H=3, T=5, S=7, D=4, Dv=6, dtype=F64, requires_grad=False, seed=0):
     g = torch.Generator().manual_seed(seed)
 
     def make(*shape):
-        return torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad)
+        return torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(
+            requires_grad
+        )
 
     return make(B, H, T, D), make(B, H, S, D), make(B, H, S, Dv)
 
@@ -38,16 +40,33 @@ def reference(q, k, v, mask=None, scale=None):
 
 # --- forward: same numbers as the reference kernel ---
 
+
 @settings(max_examples=40, deadline=None)
-@given(B=st.integers(1, 2), H=st.integers(1, 3), T=st.integers(1, 13), S=st.integers(1, 13),
-       D=st.integers(1, 6), Dv=st.integers(1, 6), bq=st.integers(1, 8), bk=st.integers(1, 8),
-       mask_kind=st.sampled_from(["none", "random", "causal", "padding"]), seed=st.integers(0, 2**16))
+@given(
+    B=st.integers(1, 2),
+    H=st.integers(1, 3),
+    T=st.integers(1, 13),
+    S=st.integers(1, 13),
+    D=st.integers(1, 6),
+    Dv=st.integers(1, 6),
+    bq=st.integers(1, 8),
+    bk=st.integers(1, 8),
+    mask_kind=st.sampled_from(["none", "random", "causal", "padding"]),
+    seed=st.integers(0, 2**16),
+)
 def test_property_matches_reference_float64(B, H, T, S, D, Dv, bq, bk, mask_kind, seed):
     q, k, v = qkv(B, H, T, S, D, Dv, seed=seed)
-    mask = {"none": None, "random": random_mask((B, 1, T, S), seed),
-            "causal": causal_mask(T, S),  # T > S leaves the first queries with no key
-            "padding": padding_mask(torch.randint(0, S + 1, (B,), generator=torch.Generator().manual_seed(seed)), S),
-            }[mask_kind]
+    mask = {
+        "none": None,
+        "random": random_mask((B, 1, T, S), seed),
+        "causal": causal_mask(T, S),  # T > S leaves the first queries with no key
+        "padding": padding_mask(
+            torch.randint(
+                0, S + 1, (B,), generator=torch.Generator().manual_seed(seed)
+            ),
+            S,
+        ),
+    }[mask_kind]
     out = flash_attention(q, k, v, mask, block_size=(bq, bk))
     ref = reference(q, k, v, mask)
     assert out.shape == (B, H, T, Dv)
@@ -55,7 +74,9 @@ def test_property_matches_reference_float64(B, H, T, S, D, Dv, bq, bk, mask_kind
     assert (out - ref).abs().max() <= 1e-12
 
 
-@pytest.mark.parametrize("block_size", [1, 3, 4, 16, (4, 5), (7, 2)])  # some divide T=16/S=20, some not
+@pytest.mark.parametrize(
+    "block_size", [1, 3, 4, 16, (4, 5), (7, 2)]
+)  # some divide T=16/S=20, some not
 def test_float32_within_1e5_relative(block_size):
     q, k, v = qkv(B=2, H=2, T=16, S=20, D=8, Dv=8, dtype=torch.float32, seed=3)
     mask = padding_mask(torch.tensor([20, 9]), 20) & causal_mask(16, 20)
@@ -65,7 +86,9 @@ def test_float32_within_1e5_relative(block_size):
     assert (out - ref).abs().max() <= 1e-5 * ref.abs().max()
     # and no worse than the float32 reference itself, against float64
     ref64 = reference(q.double(), k.double(), v.double(), mask)
-    assert (out.double() - ref64).abs().max() <= 4 * (ref.double() - ref64).abs().max() + 1e-6
+    assert (out.double() - ref64).abs().max() <= 4 * (
+        ref.double() - ref64
+    ).abs().max() + 1e-6
 
 
 def test_larger_float32_sequence():
@@ -87,17 +110,32 @@ def test_fully_masked_rows_are_zero_without_nan():
 
 def test_broadcast_leading_dims_rank_two_and_scale():
     q, _, _ = qkv(H=4, T=5, S=7)
-    k, v = torch.randn(2, 1, 7, 4, dtype=F64), torch.randn(2, 1, 7, 6, dtype=F64)  # shared by heads
-    assert (flash_attention(q, k, v, block_size=3) - reference(q, k, v)).abs().max() <= 1e-12
-    q2, k2, v2 = torch.randn(5, 3, dtype=F64), torch.randn(9, 3, dtype=F64), torch.randn(9, 2, dtype=F64)
+    k, v = (
+        torch.randn(2, 1, 7, 4, dtype=F64),
+        torch.randn(2, 1, 7, 6, dtype=F64),
+    )  # shared by heads
+    assert (
+        flash_attention(q, k, v, block_size=3) - reference(q, k, v)
+    ).abs().max() <= 1e-12
+    q2, k2, v2 = (
+        torch.randn(5, 3, dtype=F64),
+        torch.randn(9, 3, dtype=F64),
+        torch.randn(9, 2, dtype=F64),
+    )
     out = flash_attention(q2, k2, v2, causal_mask(5, 9), block_size=4, scale=0.7)
     assert out.shape == (5, 2)
-    assert (out - reference(q2, k2, v2, causal_mask(5, 9), scale=0.7)).abs().max() <= 1e-12
+    assert (
+        out - reference(q2, k2, v2, causal_mask(5, 9), scale=0.7)
+    ).abs().max() <= 1e-12
 
 
 def test_mask_broadcast_over_heads_and_queries():
     q, k, v = qkv(T=9, S=11)
-    for mask in (padding_mask(torch.tensor([4, 11]), 11), random_mask((11,)), random_mask((2, 1, 9, 11))):
+    for mask in (
+        padding_mask(torch.tensor([4, 11]), 11),
+        random_mask((11,)),
+        random_mask((2, 1, 9, 11)),
+    ):
         out = flash_attention(q, k, v, mask, block_size=(2, 3))
         assert (out - reference(q, k, v, mask)).abs().max() <= 1e-12
 
@@ -111,6 +149,7 @@ def test_inference_mode_and_no_grad():
 
 # --- backward: against autograd through the reference kernel ---
 
+
 @pytest.mark.parametrize("block_size", [1, 2, (3, 2)])
 def test_gradcheck_tiny_float64(block_size):
     q, k, v = qkv(B=1, H=2, T=3, S=4, D=2, Dv=3, requires_grad=True)
@@ -118,17 +157,27 @@ def test_gradcheck_tiny_float64(block_size):
     mask[..., 0, 0] = True  # keep one key in row 0
     fn = lambda q, k, v: flash_attention(q, k, v, mask, block_size=block_size)  # noqa: E731
     assert torch.autograd.gradcheck(fn, (q, k, v))
-    assert torch.autograd.gradcheck(lambda q, k, v: flash_attention(q, k, v, block_size=block_size), (q, k, v))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: flash_attention(q, k, v, block_size=block_size), (q, k, v)
+    )
 
 
-@pytest.mark.parametrize("mask_kind", ["none", "causal", "padding_causal", "random_empty"])
+@pytest.mark.parametrize(
+    "mask_kind", ["none", "causal", "padding_causal", "random_empty"]
+)
 def test_gradients_match_reference(mask_kind):
     q, k, v = qkv(B=2, H=3, T=40, S=33, D=8, Dv=5, requires_grad=True, seed=7)
-    mask = {"none": None, "causal": causal_mask(40, 33),
-            "padding_causal": padding_mask(torch.tensor([33, 12]), 33) & causal_mask(40, 33),
-            "random_empty": random_mask((2, 3, 40, 33), seed=2, empty_row=5)}[mask_kind]
+    mask = {
+        "none": None,
+        "causal": causal_mask(40, 33),
+        "padding_causal": padding_mask(torch.tensor([33, 12]), 33)
+        & causal_mask(40, 33),
+        "random_empty": random_mask((2, 3, 40, 33), seed=2, empty_row=5),
+    }[mask_kind]
     g = torch.randn(2, 3, 40, 5, dtype=F64)
-    ours = torch.autograd.grad(flash_attention(q, k, v, mask, block_size=(16, 8)), (q, k, v), g)
+    ours = torch.autograd.grad(
+        flash_attention(q, k, v, mask, block_size=(16, 8)), (q, k, v), g
+    )
     theirs = torch.autograd.grad(reference(q, k, v, mask), (q, k, v), g)
     for a, b in zip(ours, theirs):
         assert torch.isfinite(a).all()
@@ -137,7 +186,9 @@ def test_gradients_match_reference(mask_kind):
 
 def test_gradients_of_fully_masked_rows_are_zero():
     q, k, v = qkv(T=6, S=3, requires_grad=True)
-    out = flash_attention(q, k, v, causal_mask(6, 3), block_size=2)  # queries 0..2 see no key
+    out = flash_attention(
+        q, k, v, causal_mask(6, 3), block_size=2
+    )  # queries 0..2 see no key
     out.square().sum().backward()
     assert torch.all(q.grad[:, :, :3] == 0)
     for t in (q, k, v):
@@ -156,6 +207,7 @@ def test_gradients_with_broadcast_keys():
 
 # --- memory: no (T, S) tensor is ever created, forward or backward ---
 
+
 class _LargestTensor(TorchDispatchMode):
     """Largest storage (in elements) created while active; views of ``inputs`` do not count."""
 
@@ -166,16 +218,23 @@ class _LargestTensor(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.inputs:
-                self.largest = max(self.largest, t.untyped_storage().nbytes() // t.element_size())
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if (
+                isinstance(t, torch.Tensor)
+                and t.untyped_storage().data_ptr() not in self.inputs
+            ):
+                self.largest = max(
+                    self.largest, t.untyped_storage().nbytes() // t.element_size()
+                )
         return out
 
 
 def test_never_materialises_the_scores():
     T, S, D, bs = 256, 192, 4, 32
     q, k, v = (torch.randn(1, 1, n, D, requires_grad=True) for n in (T, S, S))
-    mask = causal_mask(T, S)  # the input mask is (T, S), but only bool tiles are read from it
+    mask = causal_mask(
+        T, S
+    )  # the input mask is (T, S), but only bool tiles are read from it
     with _LargestTensor(q, k, v, mask) as mode:
         out = flash_attention(q, k, v, mask, block_size=bs)
         out.sum().backward()
@@ -187,15 +246,23 @@ def test_never_materialises_the_scores():
 
 # --- the update step on its own ---
 
+
 @settings(max_examples=25, deadline=None)
 @given(S=st.integers(1, 20), bk=st.integers(1, 7), seed=st.integers(0, 2**16))
 def test_online_softmax_update_equals_softmax(S, bk, seed):
     g = torch.Generator().manual_seed(seed)
-    s, v = torch.randn(3, S, generator=g, dtype=F64) * 5, torch.randn(S, 2, generator=g, dtype=F64)
+    s, v = (
+        torch.randn(3, S, generator=g, dtype=F64) * 5,
+        torch.randn(S, 2, generator=g, dtype=F64),
+    )
     s[0, : S // 2] = -math.inf  # row 0: its first keys are masked
-    m, l, acc = torch.full((3,), -math.inf, dtype=F64), torch.zeros(3, dtype=F64), torch.zeros(3, 2, dtype=F64)
+    m, l, acc = (
+        torch.full((3,), -math.inf, dtype=F64),
+        torch.zeros(3, dtype=F64),
+        torch.zeros(3, 2, dtype=F64),
+    )
     for j in range(0, S, bk):
-        m, l, acc = online_softmax_update(m, l, acc, s[:, j:j + bk], v[j:j + bk])
+        m, l, acc = online_softmax_update(m, l, acc, s[:, j : j + bk], v[j : j + bk])
     assert torch.equal(m, s.amax(-1))
     assert (l - torch.exp(s - m[:, None]).sum(-1)).abs().max() <= 1e-12
     assert (acc / l[:, None] - torch.softmax(s, -1) @ v).abs().max() <= 1e-12
@@ -203,29 +270,57 @@ def test_online_softmax_update_equals_softmax(S, bk, seed):
 
 def test_online_softmax_update_all_masked_tile_keeps_state():
     m, l, acc = torch.full((2,), -math.inf), torch.zeros(2), torch.zeros(2, 3)
-    m, l, acc = online_softmax_update(m, l, acc, torch.full((2, 4), -math.inf), torch.randn(4, 3))
+    m, l, acc = online_softmax_update(
+        m, l, acc, torch.full((2, 4), -math.inf), torch.randn(4, 3)
+    )
     assert torch.all(m == -math.inf) and torch.all(l == 0) and torch.all(acc == 0)
     assert not any(t.isnan().any() for t in (m, l, acc))
 
 
 # --- errors ---
 
+
 @pytest.mark.parametrize("block_size", [0, -1, 2.5, True, (2, 0), (1, 2, 3), "8", None])
 def test_bad_block_size(block_size):
     q, k, v = qkv()
-    with pytest.raises(ValueError, match=r"block_size must be a positive int or a pair \(block_q, block_k\) "
-                                         r"of positive ints, got"):
+    with pytest.raises(
+        ValueError,
+        match=r"block_size must be a positive int or a pair \(block_q, block_k\) "
+        r"of positive ints, got",
+    ):
         flash_attention(q, k, v, block_size=block_size)
 
 
-@pytest.mark.parametrize("args, kwargs, exc, match", [
-    (([1.0], None, None), {}, TypeError, r"q must be a torch.Tensor, got list"),
-    ((None, torch.zeros(2, 3, 7, 5, dtype=F64), None), {}, ValueError, r"k must have the head dim D of q \(4\)"),
-    ((None, None, None), {"mask": torch.ones(5, 7)}, TypeError, r"mask must have dtype torch.bool"),
-    ((None, None, None), {"mask": torch.ones(2, 7, dtype=torch.bool)}, ValueError,
-     r"mask of shape \(2, 7\) does not broadcast to \(B, H, T, S\) = \(2, 3, 5, 7\)"),
-    ((None, None, None), {"scale": "0.1"}, TypeError, r"scale must be a float or None"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        (([1.0], None, None), {}, TypeError, r"q must be a torch.Tensor, got list"),
+        (
+            (None, torch.zeros(2, 3, 7, 5, dtype=F64), None),
+            {},
+            ValueError,
+            r"k must have the head dim D of q \(4\)",
+        ),
+        (
+            (None, None, None),
+            {"mask": torch.ones(5, 7)},
+            TypeError,
+            r"mask must have dtype torch.bool",
+        ),
+        (
+            (None, None, None),
+            {"mask": torch.ones(2, 7, dtype=torch.bool)},
+            ValueError,
+            r"mask of shape \(2, 7\) does not broadcast to \(B, H, T, S\) = \(2, 3, 5, 7\)",
+        ),
+        (
+            (None, None, None),
+            {"scale": "0.1"},
+            TypeError,
+            r"scale must be a float or None",
+        ),
+    ],
+)
 def test_input_errors(args, kwargs, exc, match):
     args = [d if a is None else a for a, d in zip(args, qkv())]
     with pytest.raises(exc, match=match):

@@ -87,8 +87,13 @@ def test_attention_blocks_are_multi_head_attention():
 
 
 def copy_encoder_weights(theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
-    ours = EncoderLayer(theirs.linear1.in_features, theirs.self_attn.num_heads,
-                        theirs.linear1.out_features, norm_first=theirs.norm_first, dtype=F64)
+    ours = EncoderLayer(
+        theirs.linear1.in_features,
+        theirs.self_attn.num_heads,
+        theirs.linear1.out_features,
+        norm_first=theirs.norm_first,
+        dtype=F64,
+    )
     ours.self_attn = MultiHeadAttention.from_torch(theirs.self_attn)
     for name in ("linear1", "linear2", "norm1", "norm2"):
         getattr(ours, name).load_state_dict(getattr(theirs, name).state_dict())
@@ -99,13 +104,23 @@ def copy_encoder_weights(theirs: nn.TransformerEncoderLayer) -> EncoderLayer:
 @pytest.mark.parametrize("use_mask", [False, True])
 def test_encoder_matches_torch(norm_first, use_mask):
     torch.manual_seed(1)
-    theirs = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation="relu", batch_first=True,
-                                        norm_first=norm_first, dtype=F64)
+    theirs = nn.TransformerEncoderLayer(
+        16,
+        4,
+        32,
+        dropout=0.0,
+        activation="relu",
+        batch_first=True,
+        norm_first=norm_first,
+        dtype=F64,
+    )
     theirs = randomise(theirs, seed=2).eval()
     ours = copy_encoder_weights(theirs)
     x = torch.randn(3, 7, 16, dtype=F64)
     mask = causal_mask(7) if use_mask else None
-    their_mask = flip_mask_convention(mask) if use_mask else None  # torch: True = blocked
+    their_mask = (
+        flip_mask_convention(mask) if use_mask else None
+    )  # torch: True = blocked
     out, _ = ours(x, mask)
     expected = theirs(x, src_mask=their_mask)
     assert (out - expected).abs().max() < 1e-10
@@ -124,7 +139,9 @@ def test_parameter_count():
     assert sum(p.numel() for p in enc.parameters()) == attn + ff + 2 * 2 * E
     assert sum(p.numel() for p in dec.parameters()) == 2 * attn + ff + 3 * 2 * E
     theirs = nn.TransformerEncoderLayer(E, 4, F)
-    assert sum(p.numel() for p in enc.parameters()) == sum(p.numel() for p in theirs.parameters())
+    assert sum(p.numel() for p in enc.parameters()) == sum(
+        p.numel() for p in theirs.parameters()
+    )
 
 
 def test_dropout_only_in_training():
@@ -153,20 +170,33 @@ def test_bad_arguments(cls):
 
 def test_bad_inputs():
     enc, dec = EncoderLayer(8, 2, 16), DecoderLayer(8, 2, 16)
-    with pytest.raises(ValueError, match=r"x must have shape \(B, T, E\) = \(B, T, 8\), got \(2, 4, 6\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"x must have shape \(B, T, E\) = \(B, T, 8\), got \(2, 4, 6\)",
+    ):
         enc(torch.randn(2, 4, 6))
-    with pytest.raises(ValueError, match=r"x must have shape .*\(3 dims\), got shape \(4, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"x must have shape .*\(3 dims\), got shape \(4, 8\)"
+    ):
         enc(torch.randn(4, 8))
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         enc([[0.0] * 8])
     with pytest.raises(TypeError, match="x must have the dtype"):
         enc(torch.randn(2, 4, 8, dtype=F64))
     x = torch.randn(2, 4, 8)
-    with pytest.raises(ValueError, match=r"memory must have shape \(B, S, E\) = \(B, S, 8\), got \(2, 5, 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"memory must have shape \(B, S, E\) = \(B, S, 8\), got \(2, 5, 4\)",
+    ):
         dec(x, torch.randn(2, 5, 4))
-    with pytest.raises(ValueError, match=r"memory must have the batch size B of x \(2\), got .*\(3, 5, 8\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"memory must have the batch size B of x \(2\), got .*\(3, 5, 8\)",
+    ):
         dec(x, torch.randn(3, 5, 8))
-    with pytest.raises(ValueError, match=r"self_mask of shape \(3, 3\) does not broadcast"):
+    with pytest.raises(
+        ValueError, match=r"self_mask of shape \(3, 3\) does not broadcast"
+    ):
         dec(x, torch.randn(2, 5, 8), self_mask=torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(TypeError, match="self_mask must have dtype torch.bool"):
         dec(x, torch.randn(2, 5, 8), self_mask=torch.ones(4, 4))

@@ -14,7 +14,11 @@ from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 def test_padding_mask_shape_values_and_broadcast():
     m = padding_mask(torch.tensor([1, 3, 0]), 4)
     assert m.dtype == torch.bool and m.shape == (3, 1, 1, 4)
-    assert m[:, 0, 0].tolist() == [[True, False, False, False], [True, True, True, False], [False] * 4]
+    assert m[:, 0, 0].tolist() == [
+        [True, False, False, False],
+        [True, True, True, False],
+        [False] * 4,
+    ]
     assert torch.broadcast_shapes(m.shape, (3, 8, 5, 4)) == (3, 8, 5, 4)
 
 
@@ -23,14 +27,42 @@ def test_padding_mask_accepts_a_list_and_keeps_device():
     assert padding_mask(torch.tensor([2]), 3).device == torch.device("cpu")
 
 
-@pytest.mark.parametrize("lengths, max_len, exc, match", [
-    (torch.tensor([1.0, 2.0]), 3, TypeError, r"lengths must have an integer dtype, got torch.float32"),
-    (torch.tensor([[1, 2]]), 3, ValueError, r"lengths must have shape \(B,\), got shape \(1, 2\)"),
-    (torch.tensor([1, 4]), 3, ValueError, r"lengths must lie in \[0, max_len\] = \[0, 3\], got \[1, 4\]"),
-    (torch.tensor([-1]), 3, ValueError, r"lengths must lie in"),
-    (torch.tensor([1]), -1, ValueError, r"max_len must be a non-negative int, got -1"),
-    (torch.tensor([1]), 2.0, TypeError, r"max_len must be a non-negative int, got float"),
-])
+@pytest.mark.parametrize(
+    "lengths, max_len, exc, match",
+    [
+        (
+            torch.tensor([1.0, 2.0]),
+            3,
+            TypeError,
+            r"lengths must have an integer dtype, got torch.float32",
+        ),
+        (
+            torch.tensor([[1, 2]]),
+            3,
+            ValueError,
+            r"lengths must have shape \(B,\), got shape \(1, 2\)",
+        ),
+        (
+            torch.tensor([1, 4]),
+            3,
+            ValueError,
+            r"lengths must lie in \[0, max_len\] = \[0, 3\], got \[1, 4\]",
+        ),
+        (torch.tensor([-1]), 3, ValueError, r"lengths must lie in"),
+        (
+            torch.tensor([1]),
+            -1,
+            ValueError,
+            r"max_len must be a non-negative int, got -1",
+        ),
+        (
+            torch.tensor([1]),
+            2.0,
+            TypeError,
+            r"max_len must be a non-negative int, got float",
+        ),
+    ],
+)
 def test_padding_mask_errors(lengths, max_len, exc, match):
     with pytest.raises(exc, match=match):
         padding_mask(lengths, max_len)
@@ -63,11 +95,14 @@ def test_causal_device_argument():
     assert causal_mask(2, device="cpu").device == torch.device("cpu")
 
 
-@pytest.mark.parametrize("args, exc, match", [
-    ((-1,), ValueError, r"T must be a non-negative int, got -1"),
-    ((True,), TypeError, r"T must be a non-negative int, got bool"),
-    ((3, 2.5), TypeError, r"S must be a non-negative int, got float"),
-])
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((-1,), ValueError, r"T must be a non-negative int, got -1"),
+        ((True,), TypeError, r"T must be a non-negative int, got bool"),
+        ((3, 2.5), TypeError, r"S must be a non-negative int, got float"),
+    ],
+)
 def test_causal_errors(args, exc, match):
     with pytest.raises(exc, match=match):
         causal_mask(*args)
@@ -88,10 +123,17 @@ def test_flip_is_self_inverse(T, S):
     assert not (flip_mask_convention(m) & m).any()
 
 
-@pytest.mark.parametrize("bad, exc, match", [
-    (torch.zeros(2, 2), TypeError, r"mask must have dtype torch.bool, got torch.float32"),
-    ([[True]], TypeError, r"mask must be a torch.Tensor, got list"),
-])
+@pytest.mark.parametrize(
+    "bad, exc, match",
+    [
+        (
+            torch.zeros(2, 2),
+            TypeError,
+            r"mask must have dtype torch.bool, got torch.float32",
+        ),
+        ([[True]], TypeError, r"mask must be a torch.Tensor, got list"),
+    ],
+)
 def test_flip_errors(bad, exc, match):
     with pytest.raises(exc, match=match):
         flip_mask_convention(bad)
@@ -99,10 +141,18 @@ def test_flip_errors(bad, exc, match):
 
 def test_flip_converts_to_multihead_attention_convention():
     torch.manual_seed(0)
-    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64).eval()
+    mha = torch.nn.MultiheadAttention(
+        8, 2, batch_first=True, dtype=torch.float64
+    ).eval()
     x = torch.randn(2, 4, 8, dtype=torch.float64)
     ours = padding_mask(torch.tensor([2, 4]), 4)
-    _, w = mha(x, x, x, key_padding_mask=flip_mask_convention(ours)[:, 0, 0, :],
-               attn_mask=flip_mask_convention(causal_mask(4)), average_attn_weights=False)
+    _, w = mha(
+        x,
+        x,
+        x,
+        key_padding_mask=flip_mask_convention(ours)[:, 0, 0, :],
+        attn_mask=flip_mask_convention(causal_mask(4)),
+        average_attn_weights=False,
+    )
     allowed = (ours & causal_mask(4)).expand(2, 2, 4, 4)
     assert torch.all(w[~allowed] == 0) and torch.all(w[allowed] > 0)

@@ -11,10 +11,29 @@ from mha_book.module import MultiHeadAttention
 F64 = torch.float64
 
 
-def make(E=12, H=3, T=4, S=6, kdim=None, vdim=None, batch_first=True, bias=True, dropout=0.0, seed=0):
+def make(
+    E=12,
+    H=3,
+    T=4,
+    S=6,
+    kdim=None,
+    vdim=None,
+    batch_first=True,
+    bias=True,
+    dropout=0.0,
+    seed=0,
+):
     torch.manual_seed(seed)
-    m = MultiHeadAttention(E, H, kdim=kdim, vdim=vdim, batch_first=batch_first, bias=bias,
-                           dropout=dropout, dtype=F64)
+    m = MultiHeadAttention(
+        E,
+        H,
+        kdim=kdim,
+        vdim=vdim,
+        batch_first=batch_first,
+        bias=bias,
+        dropout=dropout,
+        dtype=F64,
+    )
     if bias:  # non-zero biases so that they are exercised
         with torch.no_grad():
             for p in (m.q_proj, m.k_proj, m.v_proj, m.out_proj):
@@ -29,15 +48,32 @@ def make(E=12, H=3, T=4, S=6, kdim=None, vdim=None, batch_first=True, bias=True,
 
 def test_attributes_and_parameters():
     m = MultiHeadAttention(16, 4, kdim=6, vdim=10, dropout=0.1, batch_first=False)
-    assert (m.embed_dim, m.num_heads, m.head_dim, m.kdim, m.vdim, m.dropout, m.batch_first) == \
-        (16, 4, 4, 6, 10, 0.1, False)
+    assert (
+        m.embed_dim,
+        m.num_heads,
+        m.head_dim,
+        m.kdim,
+        m.vdim,
+        m.dropout,
+        m.batch_first,
+    ) == (16, 4, 4, 6, 10, 0.1, False)
     shapes = {k: tuple(v.shape) for k, v in m.state_dict().items()}
     assert shapes == {
-        "q_proj.weight": (16, 16), "q_proj.bias": (16,), "k_proj.weight": (16, 6), "k_proj.bias": (16,),
-        "v_proj.weight": (16, 10), "v_proj.bias": (16,), "out_proj.weight": (16, 16), "out_proj.bias": (16,),
+        "q_proj.weight": (16, 16),
+        "q_proj.bias": (16,),
+        "k_proj.weight": (16, 6),
+        "k_proj.bias": (16,),
+        "v_proj.weight": (16, 10),
+        "v_proj.bias": (16,),
+        "out_proj.weight": (16, 16),
+        "out_proj.bias": (16,),
     }
     assert set(MultiHeadAttention(16, 4, bias=False).state_dict()) == {
-        "q_proj.weight", "k_proj.weight", "v_proj.weight", "out_proj.weight"}
+        "q_proj.weight",
+        "k_proj.weight",
+        "v_proj.weight",
+        "out_proj.weight",
+    }
 
 
 def test_initialisation():
@@ -71,8 +107,12 @@ def test_batch_first_false_equals_batch_first_true():
 @pytest.mark.parametrize("mask_kind", ["none", "padding", "causal", "per_head"])
 def test_fast_path_equals_explicit_path(mask_kind):
     m, q, k, v = make()
-    mask = {"none": None, "padding": padding_mask(torch.tensor([6, 2]), 6), "causal": causal_mask(4, 6),
-            "per_head": torch.rand(2, 3, 4, 6) < 0.5}[mask_kind]
+    mask = {
+        "none": None,
+        "padding": padding_mask(torch.tensor([6, 2]), 6),
+        "causal": causal_mask(4, 6),
+        "per_head": torch.rand(2, 3, 4, 6) < 0.5,
+    }[mask_kind]
     explicit, _ = m(q, k, v, mask, need_weights=True)
     fast, _ = m(q, k, v, mask, need_weights=False)
     assert (explicit - fast).abs().max() < 1e-12
@@ -129,7 +169,9 @@ def test_dropout_only_in_training(need_weights):
     b = m(q, k, v, need_weights=need_weights)
     assert not torch.allclose(a[0], b[0])
     if need_weights:
-        assert (a[1] == 0).any() and not torch.allclose(a[1].sum(-1), torch.ones(2, 3, 16, dtype=F64))
+        assert (a[1] == 0).any() and not torch.allclose(
+            a[1].sum(-1), torch.ones(2, 3, 16, dtype=F64)
+        )
 
 
 def test_training_without_dropout_equals_eval():
@@ -145,14 +187,36 @@ def test_weights_are_not_stored_on_the_module():
     assert set(vars(m)) == before
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    ({"embed_dim": 10, "num_heads": 3}, ValueError,
-     r"embed_dim must be divisible by num_heads, got embed_dim = 10 and num_heads = 3"),
-    ({"embed_dim": 0, "num_heads": 1}, ValueError, r"embed_dim must be a positive int, got 0"),
-    ({"embed_dim": 8, "num_heads": 2.0}, TypeError, r"num_heads must be a positive int, got float"),
-    ({"embed_dim": 8, "num_heads": 2, "kdim": -1}, ValueError, r"kdim must be a positive int"),
-    ({"embed_dim": 8, "num_heads": 2, "dropout": 1.5}, ValueError, r"dropout must be in \[0, 1\), got 1.5"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (
+            {"embed_dim": 10, "num_heads": 3},
+            ValueError,
+            r"embed_dim must be divisible by num_heads, got embed_dim = 10 and num_heads = 3",
+        ),
+        (
+            {"embed_dim": 0, "num_heads": 1},
+            ValueError,
+            r"embed_dim must be a positive int, got 0",
+        ),
+        (
+            {"embed_dim": 8, "num_heads": 2.0},
+            TypeError,
+            r"num_heads must be a positive int, got float",
+        ),
+        (
+            {"embed_dim": 8, "num_heads": 2, "kdim": -1},
+            ValueError,
+            r"kdim must be a positive int",
+        ),
+        (
+            {"embed_dim": 8, "num_heads": 2, "dropout": 1.5},
+            ValueError,
+            r"dropout must be in \[0, 1\), got 1.5",
+        ),
+    ],
+)
 def test_constructor_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         MultiHeadAttention(**kwargs)
@@ -161,20 +225,62 @@ def test_constructor_errors(kwargs, exc, match):
 def test_forward_errors():
     m, q, k, v = make(kdim=5, vdim=7)
     cases = [
-        ((q[0], k, v), {}, ValueError, r"query must have shape \(B, T, 12\) \(3 dims\), got shape \(4, 12\)"),
-        ((q[..., :8], k, v), {}, ValueError, r"query must have shape \(B, T, 12\), got \(2, 4, 8\)"),
-        ((q, v, v), {}, ValueError, r"key must have shape \(B, S, 5\), got \(2, 6, 7\)"),
-        ((q, k[:1], v), {}, ValueError,
-         r"key must have shape \(B, S, F\) = \(2, 6, 5\) \(B from query, S from key\), got \(1, 6, 5\)"),
-        ((q, k, v[:, :5]), {}, ValueError, r"value must have shape \(B, S, F\) = \(2, 6, 7\)"),
-        ((q.float(), k, v), {}, TypeError,
-         r"query must have the dtype of the module's parameters \(torch.float64\), got torch.float32"),
+        (
+            (q[0], k, v),
+            {},
+            ValueError,
+            r"query must have shape \(B, T, 12\) \(3 dims\), got shape \(4, 12\)",
+        ),
+        (
+            (q[..., :8], k, v),
+            {},
+            ValueError,
+            r"query must have shape \(B, T, 12\), got \(2, 4, 8\)",
+        ),
+        (
+            (q, v, v),
+            {},
+            ValueError,
+            r"key must have shape \(B, S, 5\), got \(2, 6, 7\)",
+        ),
+        (
+            (q, k[:1], v),
+            {},
+            ValueError,
+            r"key must have shape \(B, S, F\) = \(2, 6, 5\) \(B from query, S from key\), got \(1, 6, 5\)",
+        ),
+        (
+            (q, k, v[:, :5]),
+            {},
+            ValueError,
+            r"value must have shape \(B, S, F\) = \(2, 6, 7\)",
+        ),
+        (
+            (q.float(), k, v),
+            {},
+            TypeError,
+            r"query must have the dtype of the module's parameters \(torch.float64\), got torch.float32",
+        ),
         ((q, k.float(), v), {}, TypeError, r"key must have the dtype of query"),
         (("q", k, v), {}, TypeError, r"query must be a torch.Tensor, got str"),
-        ((q, k, v), {"mask": torch.ones(4, 6)}, TypeError, r"mask must have dtype torch.bool"),
-        ((q, k, v), {"mask": torch.ones(2, 5, dtype=torch.bool)}, ValueError,
-         r"mask of shape \(2, 5\) does not broadcast to \(B, H, T, S\) = \(2, 3, 4, 6\)"),
-        ((q, k, v), {"need_weights": 1}, TypeError, r"need_weights must be a bool, got int"),
+        (
+            (q, k, v),
+            {"mask": torch.ones(4, 6)},
+            TypeError,
+            r"mask must have dtype torch.bool",
+        ),
+        (
+            (q, k, v),
+            {"mask": torch.ones(2, 5, dtype=torch.bool)},
+            ValueError,
+            r"mask of shape \(2, 5\) does not broadcast to \(B, H, T, S\) = \(2, 3, 4, 6\)",
+        ),
+        (
+            (q, k, v),
+            {"need_weights": 1},
+            TypeError,
+            r"need_weights must be a bool, got int",
+        ),
     ]
     for args, kwargs, exc, match in cases:
         for need_weights in (True, False):
@@ -185,8 +291,11 @@ def test_forward_errors():
 
 def test_forward_errors_seq_first_name_the_layout():
     m, q, k, v = make(batch_first=False)
-    with pytest.raises(ValueError, match=r"value must have shape \(S, B, F\) = \(6, 2, 12\) "
-                                         r"\(B from query, S from key\), got \(6, 1, 12\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"value must have shape \(S, B, F\) = \(6, 2, 12\) "
+        r"\(B from query, S from key\), got \(6, 1, 12\)",
+    ):
         m(q, k, v[:, :1])
     with pytest.raises(ValueError, match=r"query must have shape \(T, B, 12\)"):
         m(q[0], k, v)

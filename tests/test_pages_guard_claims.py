@@ -17,13 +17,15 @@ from conftest import ROOT, copy_build_machinery
 # (page, file, correct code, broken code, what the page must then report)
 BUGS = {
     "softmax-not-normalised": (
-        "01-overview", "mha_book/attention.py",
+        "01-overview",
+        "mha_book/attention.py",
         "weights = torch.softmax(scores, dim=-1)  # (..., T, S)\n",
         "weights = torch.exp(scores)  # (..., T, S)\n",
         "AssertionError",
     ),
     "split-heads-without-transpose": (
-        "03-multi-head", "mha_book/heads.py",
+        "03-multi-head",
+        "mha_book/heads.py",
         "    x = x.view(B, T, H, E // H)  # (B, T, H, D)\n    return x.transpose(1, 2)  # (B, H, T, D)\n",
         "    return x.view(B, H, T, E // H)  # plain view: mixes tokens into heads\n",
         "AssertionError",
@@ -35,7 +37,13 @@ def scratch_repo(tmp_path: Path, page: str) -> Path:
     copy_build_machinery(tmp_path)
     for lang in ("zh", "en"):
         (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
-        for name in ("index.md", "api.md", "glossary.md", "references.md", f"{page}.md"):
+        for name in (
+            "index.md",
+            "api.md",
+            "glossary.md",
+            "references.md",
+            f"{page}.md",
+        ):
             shutil.copy2(ROOT / "docs" / lang / name, tmp_path / "docs" / lang / name)
     return tmp_path
 
@@ -43,8 +51,14 @@ def scratch_repo(tmp_path: Path, page: str) -> Path:
 def build(repo: Path) -> subprocess.CompletedProcess:
     # Kernels import the scratch mha_book; links to the chapters left out are not checked.
     env = dict(os.environ, PYTHONPATH=str(repo), MHA_BOOK_PARTIAL="1")
-    return subprocess.run([sys.executable, "tools/build_book.py", "--langs", "en"],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "tools/build_book.py", "--langs", "en"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.parametrize("bug", sorted(BUGS))
@@ -52,7 +66,9 @@ def test_a_broken_package_fails_the_page_that_relies_on_it(tmp_path, bug):
     page, file, good, bad, expected = BUGS[bug]
     repo = scratch_repo(tmp_path, page)
     source = (repo / file).read_text(encoding="utf-8")
-    assert source.count(good) == 1, f"{file} no longer contains the line this test breaks"
+    assert source.count(good) == 1, (
+        f"{file} no longer contains the line this test breaks"
+    )
 
     (repo / file).write_text(source.replace(good, bad), encoding="utf-8")
     result = build(repo)

@@ -38,42 +38,62 @@ def test_the_real_book_has_parity():
 
 
 def test_every_page_has_a_counterpart():
-    zh = sorted(p.relative_to(ROOT / "docs/zh").as_posix() for p in (ROOT / "docs/zh").rglob("*.md"))
-    en = sorted(p.relative_to(ROOT / "docs/en").as_posix() for p in (ROOT / "docs/en").rglob("*.md"))
+    zh = sorted(
+        p.relative_to(ROOT / "docs/zh").as_posix()
+        for p in (ROOT / "docs/zh").rglob("*.md")
+    )
+    en = sorted(
+        p.relative_to(ROOT / "docs/en").as_posix()
+        for p in (ROOT / "docs/en").rglob("*.md")
+    )
     assert zh == en
     assert "index.md" in zh and "01-overview.md" in zh
 
 
 def test_prose_may_differ(tmp_path):
-    write_book(tmp_path, {
-        "zh": {"a.md": PAGE.format(title="标题", prose="中文。", value=1)},
-        "en": {"a.md": PAGE.format(title="Title", prose="English.", value=1)},
-    })
+    write_book(
+        tmp_path,
+        {
+            "zh": {"a.md": PAGE.format(title="标题", prose="中文。", value=1)},
+            "en": {"a.md": PAGE.format(title="Title", prose="English.", value=1)},
+        },
+    )
     assert parity_problems(tmp_path) == []
 
 
 def test_a_page_in_one_tree_only_is_reported(tmp_path):
-    write_book(tmp_path, {
-        "zh": {"a.md": PAGE.format(title="t", prose="", value=1),
-               "sub/b.md": PAGE.format(title="t", prose="", value=2)},
-        "en": {"a.md": PAGE.format(title="t", prose="", value=1)},
-    })
+    write_book(
+        tmp_path,
+        {
+            "zh": {
+                "a.md": PAGE.format(title="t", prose="", value=1),
+                "sub/b.md": PAGE.format(title="t", prose="", value=2),
+            },
+            "en": {"a.md": PAGE.format(title="t", prose="", value=1)},
+        },
+    )
     assert parity_problems(tmp_path) == ["sub/b.md: exists in docs/zh only"]
 
 
 def test_differing_code_cells_are_reported(tmp_path):
-    write_book(tmp_path, {
-        "zh": {"a.md": PAGE.format(title="t", prose="", value=1)},
-        "en": {"a.md": PAGE.format(title="t", prose="", value=2)},
-    })
+    write_book(
+        tmp_path,
+        {
+            "zh": {"a.md": PAGE.format(title="t", prose="", value=1)},
+            "en": {"a.md": PAGE.format(title="t", prose="", value=2)},
+        },
+    )
     assert parity_problems(tmp_path) == ["a.md: code cell 1 differs between zh and en"]
 
 
 def test_a_missing_code_cell_is_reported(tmp_path):
-    write_book(tmp_path, {
-        "zh": {"a.md": PAGE.format(title="t", prose="", value=1)},
-        "en": {"a.md": "# t\n"},
-    })
+    write_book(
+        tmp_path,
+        {
+            "zh": {"a.md": PAGE.format(title="t", prose="", value=1)},
+            "en": {"a.md": "# t\n"},
+        },
+    )
     assert parity_problems(tmp_path)[0] == "a.md: 1 code cells in zh, 0 in en"
 
 
@@ -88,7 +108,9 @@ def test_cell_options_count_as_code(tmp_path):
 @pytest.mark.parametrize("fence", ["```", "````", "~~~"])
 def test_code_cells_are_found_with_any_fence(tmp_path, fence):
     page = tmp_path / "p.md"
-    page.write_text(f"{fence}{{code-cell}} ipython3\nprint(1)\n{fence}\n", encoding="utf-8")
+    page.write_text(
+        f"{fence}{{code-cell}} ipython3\nprint(1)\n{fence}\n", encoding="utf-8"
+    )
     assert code_cells(page) == ["print(1)"]
 
 
@@ -127,14 +149,21 @@ EN = dict(title="Title", one="One", two="Two", caption="Caption", note="Note.")
 
 
 def test_same_structure_in_other_words_passes(tmp_path):
-    write_book(tmp_path, {"zh": {"a.md": STRUCTURED.format(**ZH)},
-                          "en": {"a.md": STRUCTURED.format(**EN)}})
+    write_book(
+        tmp_path,
+        {
+            "zh": {"a.md": STRUCTURED.format(**ZH)},
+            "en": {"a.md": STRUCTURED.format(**EN)},
+        },
+    )
     assert parity_problems(tmp_path) == []
 
 
 def test_a_missing_heading_is_reported_with_its_line(tmp_path):
     broken = STRUCTURED.format(**ZH).replace("## 第二节\n", "")
-    write_book(tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}})
+    write_book(
+        tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}}
+    )
     assert parity_problems(tmp_path) == [
         "a.md: structure differs at element 10: zh has math (line 25), en has heading h2 (line 24)"
     ]
@@ -142,26 +171,39 @@ def test_a_missing_heading_is_reported_with_its_line(tmp_path):
 
 def test_a_heading_at_another_level_is_reported(tmp_path):
     broken = STRUCTURED.format(**ZH).replace("## 第一节", "### 第一节")
-    write_book(tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}})
+    write_book(
+        tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}}
+    )
     [problem] = parity_problems(tmp_path)
     assert "zh has heading h3 (line 7), en has heading h2 (line 7)" in problem
 
 
-@pytest.mark.parametrize("old, new, expected", [
-    ("(sec-one)=", "(sec-uno)=", "zh has label sec-uno"),
-    ("{glue:figure} fig-a", "{glue:figure} fig-b", "zh has directive glue:figure fig-b"),
-    ("{note}", "{warning}", "zh has directive warning"),
-])
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("(sec-one)=", "(sec-uno)=", "zh has label sec-uno"),
+        (
+            "{glue:figure} fig-a",
+            "{glue:figure} fig-b",
+            "zh has directive glue:figure fig-b",
+        ),
+        ("{note}", "{warning}", "zh has directive warning"),
+    ],
+)
 def test_labels_figures_and_admonitions_must_match(tmp_path, old, new, expected):
     broken = STRUCTURED.format(**ZH).replace(old, new)
-    write_book(tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}})
+    write_book(
+        tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}}
+    )
     [problem] = parity_problems(tmp_path)
     assert expected in problem
 
 
 def test_inline_glue_keys_must_match(tmp_path):
     broken = STRUCTURED.format(**ZH).replace("`ratio`", "`ratio2`")
-    write_book(tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}})
+    write_book(
+        tmp_path, {"zh": {"a.md": broken}, "en": {"a.md": STRUCTURED.format(**EN)}}
+    )
     assert parity_problems(tmp_path) == [
         "a.md: inline glue/citation keys differ: zh only ['glue:text:ratio2'], "
         "en only ['glue:text:ratio']"

@@ -7,7 +7,9 @@ from the same files as ours.
 
 import os
 
-os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never reach the network
+os.environ["HF_HUB_OFFLINE"] = (
+    "1"  # before transformers is imported: never reach the network
+)
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import pytest  # noqa: E402
@@ -59,10 +61,15 @@ def tokenizer():
 def run_both(ours, reference, batch):
     model, _ = reference
     with torch.no_grad():
-        hidden, attentions = ours(batch["input_ids"], batch["attention_mask"],
-                                  batch["token_type_ids"])
-        expected = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                         token_type_ids=batch["token_type_ids"], output_attentions=True)
+        hidden, attentions = ours(
+            batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]
+        )
+        expected = model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            token_type_ids=batch["token_type_ids"],
+            output_attentions=True,
+        )
     return hidden, attentions, expected
 
 
@@ -80,21 +87,27 @@ def test_weights_are_copied_exactly(ours, reference):
     model, _ = reference
     assert all(isinstance(layer.self_attn, MultiHeadAttention) for layer in ours.layers)
     for layer, theirs in zip(ours.layers, model.encoder.layer, strict=True):
-        pairs = [(layer.self_attn.q_proj, theirs.attention.self.query),
-                 (layer.self_attn.k_proj, theirs.attention.self.key),
-                 (layer.self_attn.v_proj, theirs.attention.self.value),
-                 (layer.self_attn.out_proj, theirs.attention.output.dense),
-                 (layer.linear1, theirs.intermediate.dense),
-                 (layer.linear2, theirs.output.dense),
-                 (layer.norm1, theirs.attention.output.LayerNorm),
-                 (layer.norm2, theirs.output.LayerNorm)]
+        pairs = [
+            (layer.self_attn.q_proj, theirs.attention.self.query),
+            (layer.self_attn.k_proj, theirs.attention.self.key),
+            (layer.self_attn.v_proj, theirs.attention.self.value),
+            (layer.self_attn.out_proj, theirs.attention.output.dense),
+            (layer.linear1, theirs.intermediate.dense),
+            (layer.linear2, theirs.output.dense),
+            (layer.norm1, theirs.attention.output.LayerNorm),
+            (layer.norm2, theirs.output.LayerNorm),
+        ]
         for a, b in pairs:
             assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
         assert layer.norm1.eps == theirs.attention.output.LayerNorm.eps == 1e-12
-    assert torch.equal(ours.word_embeddings.weight, model.embeddings.word_embeddings.weight)
+    assert torch.equal(
+        ours.word_embeddings.weight, model.embeddings.word_embeddings.weight
+    )
 
 
-@pytest.mark.parametrize("sentences", [SENTENCES[:1], SENTENCES], ids=["single", "padded-batch"])
+@pytest.mark.parametrize(
+    "sentences", [SENTENCES[:1], SENTENCES], ids=["single", "padded-batch"]
+)
 def test_matches_transformers(ours, reference, tokenizer, sentences):
     batch = tokenize(tokenizer, sentences)
     hidden, attentions, expected = run_both(ours, reference, batch)
@@ -104,13 +117,22 @@ def test_matches_transformers(ours, reference, tokenizer, sentences):
     assert (hidden - expected.last_hidden_state).abs().max() < HIDDEN_ATOL
     assert len(attentions) == len(expected.attentions) == 6
     for ours_w, theirs_w in zip(attentions, expected.attentions, strict=True):
-        assert ours_w.shape == theirs_w.shape == (*batch["input_ids"].shape[:1], 12,
-                                                  batch["input_ids"].shape[1],
-                                                  batch["input_ids"].shape[1])
+        assert (
+            ours_w.shape
+            == theirs_w.shape
+            == (
+                *batch["input_ids"].shape[:1],
+                12,
+                batch["input_ids"].shape[1],
+                batch["input_ids"].shape[1],
+            )
+        )
         assert (ours_w - theirs_w).abs().max() < ATTENTION_ATOL
     pad = ~batch["attention_mask"].bool()  # (B, S)
     for w in attentions:
-        assert torch.all(w.masked_select(pad[:, None, None, :]) == 0)  # padded keys: exactly 0
+        assert torch.all(
+            w.masked_select(pad[:, None, None, :]) == 0
+        )  # padded keys: exactly 0
 
 
 def test_padding_does_not_change_real_tokens(ours, tokenizer):
@@ -139,7 +161,9 @@ def test_sentence_embedding_matches_sentence_transformers(ours, tokenizer, refer
 
 def test_mean_pool_ignores_padding():
     hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]])
-    assert torch.equal(mean_pool(hidden, torch.tensor([[1, 1, 0]])), torch.tensor([[2.0, 3.0]]))
+    assert torch.equal(
+        mean_pool(hidden, torch.tensor([[1, 1, 0]])), torch.tensor([[2.0, 3.0]])
+    )
 
 
 def test_head_mask_zeroes_a_heads_context(ours, tokenizer):
@@ -158,25 +182,31 @@ def test_head_mask_zeroes_a_heads_context(ours, tokenizer):
         # Independent route: zero the D columns of out_proj that read head 5.
         D = ours.layers[layer].self_attn.head_dim
         weight = ours.layers[layer].self_attn.out_proj.weight
-        saved = weight[:, head * D:(head + 1) * D].clone()
-        weight[:, head * D:(head + 1) * D] = 0.0
+        saved = weight[:, head * D : (head + 1) * D].clone()
+        weight[:, head * D : (head + 1) * D] = 0.0
         try:
             expected, _ = ours(ids, mask)
         finally:
-            weight[:, head * D:(head + 1) * D] = saved
+            weight[:, head * D : (head + 1) * D] = saved
         restored, _ = ours(ids, mask)
     assert (ablated - expected).abs().max() < 1e-5
     assert not torch.allclose(ablated, hidden, atol=1e-3)
     assert torch.equal(restored, hidden)  # no hook is left behind
-    assert torch.equal(ablated_w[layer], attentions[layer])  # weights of that layer unchanged
+    assert torch.equal(
+        ablated_w[layer], attentions[layer]
+    )  # weights of that layer unchanged
     assert not ours.layers[layer].self_attn.out_proj._forward_pre_hooks
 
 
 def test_errors_state_expected_and_actual(ours, tokenizer):
     batch = tokenize(tokenizer, "hello world")
-    with pytest.raises(ValueError, match=r"head_mask must have shape \(L, H\) = \(6, 12\), got \(12\)"):
+    with pytest.raises(
+        ValueError, match=r"head_mask must have shape \(L, H\) = \(6, 12\), got \(12\)"
+    ):
         ours(batch["input_ids"], head_mask=torch.ones(12))
-    with pytest.raises(ValueError, match=r"attention_mask must have the shape of input_ids"):
+    with pytest.raises(
+        ValueError, match=r"attention_mask must have the shape of input_ids"
+    ):
         ours(batch["input_ids"], torch.ones(1, 2))
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         ours(batch["input_ids"][0])
@@ -184,8 +214,13 @@ def test_errors_state_expected_and_actual(ours, tokenizer):
 
 def test_config_from_the_package():
     config = BertConfig.from_json(minilm_dir() / "config.json")
-    assert (config.num_hidden_layers, config.num_attention_heads, config.hidden_size,
-            config.intermediate_size, config.layer_norm_eps) == (6, 12, 384, 1536, 1e-12)
+    assert (
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.hidden_size,
+        config.intermediate_size,
+        config.layer_norm_eps,
+    ) == (6, 12, 384, 1536, 1e-12)
 
 
 def test_missing_checkpoint_says_how_to_install(monkeypatch):

@@ -14,8 +14,11 @@ SKIP = {"genindex.html", "search.html", "py-modindex.html"}
 
 def pages(site: Path, lang: str) -> list[Path]:
     root = site / lang
-    return sorted(p for p in root.rglob("*.html")
-                  if p.name not in SKIP and not p.relative_to(root).parts[0].startswith("_"))
+    return sorted(
+        p
+        for p in root.rglob("*.html")
+        if p.name not in SKIP and not p.relative_to(root).parts[0].startswith("_")
+    )
 
 
 def read(path: Path) -> str:
@@ -24,7 +27,7 @@ def read(path: Path) -> str:
 
 def search_index(site: Path, lang: str) -> dict:
     text = read(site / lang / "searchindex.js")
-    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])
 
 
 def test_both_trees_have_the_same_pages(site):
@@ -44,14 +47,22 @@ def test_every_page_declares_its_language(site, lang):
 def test_switcher_leads_to_the_same_page_in_the_other_language(site, lang, other):
     for page in pages(site, lang):
         html = read(page)
-        links = re.findall(r'class="btn btn-sm book-lang-switch"[^>]*href="([^"]+)"', html, re.S)
-        assert len(links) == 1, f"{page}: expected one language switch, found {len(links)}"
+        links = re.findall(
+            r'class="btn btn-sm book-lang-switch"[^>]*href="([^"]+)"', html, re.S
+        )
+        assert len(links) == 1, (
+            f"{page}: expected one language switch, found {len(links)}"
+        )
         target = (page.parent / links[0]).resolve()
         expected = (site / other / page.relative_to(site / lang)).resolve()
         assert target == expected, f"{page}: switch leads to {target}, not {expected}"
         assert target.exists()
-        hreflangs = dict((code, href) for code, href in re.findall(
-            r'<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"', html))
+        hreflangs = dict(
+            (code, href)
+            for code, href in re.findall(
+                r'<link rel="alternate" hreflang="([^"]+)" href="([^"]+)"', html
+            )
+        )
         assert set(hreflangs) == {"zh-CN", "en"}, page
         assert (page.parent / hreflangs[LANG_ATTR[other]]).resolve() == expected
 
@@ -72,11 +83,15 @@ def test_theme_labels_are_translated(site, lang):
 def test_no_missing_glyph_message_anywhere(site):
     for html in site.rglob("*.html"):
         text = read(html)
-        assert "missing from font" not in text and not re.search(r"Glyph \d+", text), html
+        assert "missing from font" not in text and not re.search(r"Glyph \d+", text), (
+            html
+        )
 
 
 def test_nothing_is_fetched_from_another_host(site):
-    remote = re.compile(r'<(script|img|iframe)[^>]+src="(https?:)?//|<link[^>]+rel="(stylesheet|preload|icon)"[^>]+href="(https?:)?//')
+    remote = re.compile(
+        r'<(script|img|iframe)[^>]+src="(https?:)?//|<link[^>]+rel="(stylesheet|preload|icon)"[^>]+href="(https?:)?//'
+    )
     for html in site.rglob("*.html"):
         assert not remote.search(read(html)), html
     for css in site.rglob("*.css"):
@@ -88,7 +103,9 @@ def test_math_is_served_from_the_site(site):
     src = re.search(r'<script[^>]+src="([^"?]*tex-chtml\.js)[^"]*"', html)
     assert src, "MathJax is not loaded"
     assert (site / "en" / src.group(1)).exists()
-    fonts = list((site / "en/_static/mathjax/output/chtml/fonts/woff-v2").glob("*.woff"))
+    fonts = list(
+        (site / "en/_static/mathjax/output/chtml/fonts/woff-v2").glob("*.woff")
+    )
     assert fonts, "MathJax fonts are missing"
 
 
@@ -131,9 +148,15 @@ def test_chinese_query_without_spaces_finds_pages(site, tmp_path, query):
     script = tmp_path / "query.js"
     script.write_text(QUERY_JS, encoding="utf-8")
     out = subprocess.run(
-        [node, str(script), str(site / "zh/searchindex.js"),
-         str(site / "zh/_static/language_data.js"), query],
-        capture_output=True, text=True,
+        [
+            node,
+            str(script),
+            str(site / "zh/searchindex.js"),
+            str(site / "zh/_static/language_data.js"),
+            query,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
@@ -176,7 +199,9 @@ def test_chapters_download_as_notebook_and_as_source(site, lang):
 def test_build_report_lists_every_executed_page(site):
     report = read(site / "build-report.html")
     for lang in ("zh", "en"):
-        data = json.loads((site.parent / "exec" / f"{lang}.json").read_text(encoding="utf-8"))
+        data = json.loads(
+            (site.parent / "exec" / f"{lang}.json").read_text(encoding="utf-8")
+        )
         assert data
         for doc in data:
             assert f'href="{lang}/{doc}.html"' in report, (lang, doc)

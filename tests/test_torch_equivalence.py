@@ -19,9 +19,21 @@ from mha_book.module import MultiHeadAttention
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5}
 
 
-def torch_mha(E, H, *, kdim=None, vdim=None, bias=True, batch_first=True, dtype=torch.float64, seed=0):
+def torch_mha(
+    E,
+    H,
+    *,
+    kdim=None,
+    vdim=None,
+    bias=True,
+    batch_first=True,
+    dtype=torch.float64,
+    seed=0,
+):
     torch.manual_seed(seed)
-    m = nn.MultiheadAttention(E, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=batch_first, dtype=dtype)
+    m = nn.MultiheadAttention(
+        E, H, bias=bias, kdim=kdim, vdim=vdim, batch_first=batch_first, dtype=dtype
+    )
     with torch.no_grad():
         for p in m.parameters():  # random everything, biases included
             p.normal_(0, 0.5)
@@ -58,7 +70,9 @@ def masks(kind, B, T, S, seed=2):
 def compare(theirs, ours, q, k, v, mask_kind, B, T, S):
     tol = TOL[q.dtype]
     mask, kwargs = masks(mask_kind, B, T, S)
-    ref_out, ref_w = theirs(q, k, v, need_weights=True, average_attn_weights=False, **kwargs)
+    ref_out, ref_w = theirs(
+        q, k, v, need_weights=True, average_attn_weights=False, **kwargs
+    )
     out, w = ours(q, k, v, mask)
     assert w.shape == ref_w.shape == (B, ours.num_heads, T, S)
     assert (out - ref_out).abs().max() < tol
@@ -69,17 +83,32 @@ def compare(theirs, ours, q, k, v, mask_kind, B, T, S):
 
 
 LAYOUTS = {"packed": {}, "separate": {"kdim": 5, "vdim": 7}}
-GRID = list(itertools.product([torch.float64, torch.float32], LAYOUTS, [True, False], [True, False],
-                              ["none", "padding", "causal", "both"]))
+GRID = list(
+    itertools.product(
+        [torch.float64, torch.float32],
+        LAYOUTS,
+        [True, False],
+        [True, False],
+        ["none", "padding", "causal", "both"],
+    )
+)
 
 
 @pytest.mark.parametrize("dtype, layout, bias, batch_first, mask_kind", GRID)
 def test_from_torch_matches(dtype, layout, bias, batch_first, mask_kind):
     B, T, S = 2, 3, 5
-    theirs = torch_mha(12, 3, bias=bias, batch_first=batch_first, dtype=dtype, **LAYOUTS[layout])
+    theirs = torch_mha(
+        12, 3, bias=bias, batch_first=batch_first, dtype=dtype, **LAYOUTS[layout]
+    )
     ours = MultiHeadAttention.from_torch(theirs)
-    assert ours.q_proj.weight.dtype == dtype and ours.batch_first == batch_first and not ours.training
-    compare(theirs, ours, *inputs(theirs, B, T, S, self_attention=False), mask_kind, B, T, S)
+    assert (
+        ours.q_proj.weight.dtype == dtype
+        and ours.batch_first == batch_first
+        and not ours.training
+    )
+    compare(
+        theirs, ours, *inputs(theirs, B, T, S, self_attention=False), mask_kind, B, T, S
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -89,7 +118,9 @@ def test_self_attention_matches(dtype, mask_kind, batch_first):
     B, T = 3, 6
     theirs = torch_mha(16, 4, batch_first=batch_first, dtype=dtype)
     ours = MultiHeadAttention.from_torch(theirs)
-    compare(theirs, ours, *inputs(theirs, B, T, T, self_attention=True), mask_kind, B, T, T)
+    compare(
+        theirs, ours, *inputs(theirs, B, T, T, self_attention=True), mask_kind, B, T, T
+    )
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "padding"])
@@ -103,7 +134,9 @@ def test_matches_torch_native_fast_path(mask_kind):
     with torch.inference_mode():
         ref, _ = theirs(*x, need_weights=False, **kwargs)
         fast, _ = ours(*x, mask, need_weights=False)
-    if mask_kind == "padding":  # the fused path returns a nested-tensor padding of 0 there
+    if (
+        mask_kind == "padding"
+    ):  # the fused path returns a nested-tensor padding of 0 there
         keep = mask[:, 0, 0, :, None]
         ref, fast = ref * keep, fast * keep
     assert (fast - ref).abs().max() < TOL[torch.float32]
@@ -114,19 +147,33 @@ def test_matches_torch_native_fast_path(mask_kind):
 @pytest.mark.parametrize("batch_first", [True, False])
 def test_to_torch_matches_and_round_trips(layout, bias, batch_first):
     torch.manual_seed(0)
-    ours = MultiHeadAttention(12, 3, bias=bias, batch_first=batch_first, dtype=torch.float64,
-                              dropout=0.25, **LAYOUTS[layout]).eval()
+    ours = MultiHeadAttention(
+        12,
+        3,
+        bias=bias,
+        batch_first=batch_first,
+        dtype=torch.float64,
+        dropout=0.25,
+        **LAYOUTS[layout],
+    ).eval()
     theirs = ours.to_torch()
     assert isinstance(theirs, nn.MultiheadAttention) and not theirs.training
     assert theirs._qkv_same_embed_dim == (layout == "packed")
     assert (theirs.in_proj_bias is not None) == bias and theirs.dropout == 0.25
-    assert theirs.batch_first == batch_first and theirs.out_proj.weight.dtype == torch.float64
-    compare(theirs, ours, *inputs(theirs, 2, 3, 4, self_attention=False), "both", 2, 3, 4)
+    assert (
+        theirs.batch_first == batch_first
+        and theirs.out_proj.weight.dtype == torch.float64
+    )
+    compare(
+        theirs, ours, *inputs(theirs, 2, 3, 4, self_attention=False), "both", 2, 3, 4
+    )
     back = MultiHeadAttention.from_torch(theirs)
     for (name, a), (_, b) in zip(ours.state_dict().items(), back.state_dict().items()):
         assert torch.equal(a, b), name
     again = back.to_torch()
-    for (name, a), (_, b) in zip(theirs.state_dict().items(), again.state_dict().items()):
+    for (name, a), (_, b) in zip(
+        theirs.state_dict().items(), again.state_dict().items()
+    ):
         assert torch.equal(a, b), name
 
 
@@ -137,27 +184,53 @@ def test_training_mode_is_carried_over():
     assert MultiHeadAttention(8, 2).train().to_torch().training
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    ({"add_bias_kv": True}, ValueError, r"module must have add_bias_kv=False"),
-    ({"add_zero_attn": True}, ValueError, r"module must have add_zero_attn=False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"add_bias_kv": True}, ValueError, r"module must have add_bias_kv=False"),
+        ({"add_zero_attn": True}, ValueError, r"module must have add_zero_attn=False"),
+    ],
+)
 def test_from_torch_refuses_unsupported_options(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, **kwargs))
 
 
 def test_from_torch_refuses_other_modules():
-    with pytest.raises(TypeError, match=r"module must be a torch.nn.MultiheadAttention, got Linear"):
+    with pytest.raises(
+        TypeError, match=r"module must be a torch.nn.MultiheadAttention, got Linear"
+    ):
         MultiHeadAttention.from_torch(nn.Linear(2, 2))
 
 
 @settings(max_examples=25, deadline=None)
-@given(B=st.integers(1, 3), H=st.integers(1, 3), D=st.integers(1, 4), T=st.integers(1, 5),
-       extra=st.integers(0, 3), kdim=st.one_of(st.none(), st.integers(1, 6)),
-       vdim=st.one_of(st.none(), st.integers(1, 6)), batch_first=st.booleans(), bias=st.booleans(),
-       mask_kind=st.sampled_from(["none", "padding", "causal", "both"]), seed=st.integers(0, 2**16))
-def test_property_from_torch_matches(B, H, D, T, extra, kdim, vdim, batch_first, bias, mask_kind, seed):
+@given(
+    B=st.integers(1, 3),
+    H=st.integers(1, 3),
+    D=st.integers(1, 4),
+    T=st.integers(1, 5),
+    extra=st.integers(0, 3),
+    kdim=st.one_of(st.none(), st.integers(1, 6)),
+    vdim=st.one_of(st.none(), st.integers(1, 6)),
+    batch_first=st.booleans(),
+    bias=st.booleans(),
+    mask_kind=st.sampled_from(["none", "padding", "causal", "both"]),
+    seed=st.integers(0, 2**16),
+)
+def test_property_from_torch_matches(
+    B, H, D, T, extra, kdim, vdim, batch_first, bias, mask_kind, seed
+):
     S = T + extra  # S >= T keeps every causal row non-empty; T != S whenever extra > 0
-    theirs = torch_mha(H * D, H, kdim=kdim, vdim=vdim, bias=bias, batch_first=batch_first, seed=seed)
+    theirs = torch_mha(
+        H * D, H, kdim=kdim, vdim=vdim, bias=bias, batch_first=batch_first, seed=seed
+    )
     ours = MultiHeadAttention.from_torch(theirs)
-    compare(theirs, ours, *inputs(theirs, B, T, S, self_attention=False, seed=seed), mask_kind, B, T, S)
+    compare(
+        theirs,
+        ours,
+        *inputs(theirs, B, T, S, self_attention=False, seed=seed),
+        mask_kind,
+        B,
+        T,
+        S,
+    )

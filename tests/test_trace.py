@@ -7,21 +7,46 @@ from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.trace import ShapeTrace, trace_shapes
 
-STAGES = ["query", "key", "value", "q_proj", "k_proj", "v_proj", "q_heads", "k_heads", "v_heads",
-          "scores", "weights", "context", "merged", "output"]
+STAGES = [
+    "query",
+    "key",
+    "value",
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "q_heads",
+    "k_heads",
+    "v_heads",
+    "scores",
+    "weights",
+    "context",
+    "merged",
+    "output",
+]
 
 
 def test_cross_attention_shapes_and_symbols():
     torch.manual_seed(0)
     m = MultiHeadAttention(16, 4, kdim=6, vdim=10)
-    tr = trace_shapes(m, torch.randn(2, 3, 16), torch.randn(2, 5, 6), torch.randn(2, 5, 10))
+    tr = trace_shapes(
+        m, torch.randn(2, 3, 16), torch.randn(2, 5, 6), torch.randn(2, 5, 10)
+    )
     assert isinstance(tr, ShapeTrace) and tr.stages == STAGES and len(tr) == 14
     assert tr.as_dict() == {
-        "query": (2, 3, 16), "key": (2, 5, 6), "value": (2, 5, 10),
-        "q_proj": (2, 3, 16), "k_proj": (2, 5, 16), "v_proj": (2, 5, 16),
-        "q_heads": (2, 4, 3, 4), "k_heads": (2, 4, 5, 4), "v_heads": (2, 4, 5, 4),
-        "scores": (2, 4, 3, 5), "weights": (2, 4, 3, 5), "context": (2, 4, 3, 4),
-        "merged": (2, 3, 16), "output": (2, 3, 16),
+        "query": (2, 3, 16),
+        "key": (2, 5, 6),
+        "value": (2, 5, 10),
+        "q_proj": (2, 3, 16),
+        "k_proj": (2, 5, 16),
+        "v_proj": (2, 5, 16),
+        "q_heads": (2, 4, 3, 4),
+        "k_heads": (2, 4, 5, 4),
+        "v_heads": (2, 4, 5, 4),
+        "scores": (2, 4, 3, 5),
+        "weights": (2, 4, 3, 5),
+        "context": (2, 4, 3, 4),
+        "merged": (2, 3, 16),
+        "output": (2, 3, 16),
     }
     symbols = {name: sym for name, sym, _ in tr}
     assert symbols["key"] == "(B, S, kdim)" and symbols["value"] == "(B, S, vdim)"
@@ -44,7 +69,11 @@ def test_seq_first_layout():
     assert tr["query"] == (4, 3, 8) and tr["output"] == (4, 3, 8)
     assert tr["q_proj"] == (3, 4, 8) and tr["scores"] == (3, 2, 4, 6)
     symbols = {name: sym for name, sym, _ in tr}
-    assert (symbols["query"], symbols["key"], symbols["output"]) == ("(T, B, E)", "(S, B, E)", "(T, B, E)")
+    assert (symbols["query"], symbols["key"], symbols["output"]) == (
+        "(T, B, E)",
+        "(S, B, E)",
+        "(T, B, E)",
+    )
 
 
 def test_output_shape_equals_module_output_even_with_dropout():
@@ -72,7 +101,9 @@ def test_unknown_stage():
 
 
 def test_errors():
-    with pytest.raises(TypeError, match=r"module must be a mha_book.MultiHeadAttention, got Multihead"):
+    with pytest.raises(
+        TypeError, match=r"module must be a mha_book.MultiHeadAttention, got Multihead"
+    ):
         trace_shapes(torch.nn.MultiheadAttention(8, 2), torch.randn(1, 3, 8))
     with pytest.raises(ValueError, match=r"query must have shape \(B, T, 8\)"):
         trace_shapes(MultiHeadAttention(8, 2), torch.randn(1, 3, 6))

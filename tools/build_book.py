@@ -30,9 +30,20 @@ from check_prose import prose_problems  # noqa: E402
 
 def sphinx_command(lang: str, srcdir: Path, outdir: Path, doctrees: Path) -> list[str]:
     return [
-        sys.executable, "-m", "sphinx", "-b", "html", "-c", str(ROOT),
-        "-W", "--keep-going", "-q",
-        "-d", str(doctrees), str(srcdir), str(outdir),
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-c",
+        str(ROOT),
+        "-W",
+        "--keep-going",
+        "-q",
+        "-d",
+        str(doctrees),
+        str(srcdir),
+        str(outdir),
     ]
 
 
@@ -52,10 +63,16 @@ def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
     """Run one Sphinx build per language in parallel; stream prefixed output."""
     procs = {}
     for lang in langs:
-        cmd = sphinx_command(lang, docs / lang, build / "html" / lang, build / "doctrees" / lang)
+        cmd = sphinx_command(
+            lang, docs / lang, build / "html" / lang, build / "doctrees" / lang
+        )
         procs[lang] = subprocess.Popen(
-            cmd, cwd=ROOT, env=build_env(lang, build), text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cmd,
+            cwd=ROOT,
+            env=build_env(lang, build),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
 
     def pump(lang, proc):
@@ -86,8 +103,13 @@ def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
             continue
         for doc, d in json.loads(path.read_text(encoding="utf-8")).items():
             runtime = d.get("runtime")
-            status = ("executed" if d["executed_this_build"]
-                      else "from cache" if d["read_this_build"] else "unchanged")
+            status = (
+                "executed"
+                if d["executed_this_build"]
+                else "from cache"
+                if d["read_this_build"]
+                else "unchanged"
+            )
             rows.append((lang, doc, runtime, status))
     return rows
 
@@ -95,7 +117,9 @@ def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
 def print_exec_table(rows: list[tuple]) -> None:
     if not rows:
         return
-    print("\nPer-page execution time (seconds of the last execution; status in this build):")
+    print(
+        "\nPer-page execution time (seconds of the last execution; status in this build):"
+    )
     print(f"{'lang':4}  {'page':34}  {'seconds':>8}  status")
     for lang, doc, runtime, status in rows:
         secs = f"{runtime:8.2f}" if runtime is not None else f"{'-':>8}"
@@ -115,7 +139,13 @@ def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
     os.environ["MHA_BOOK_PARTIAL"] = "1"
     part = build / "partial_docs"
     shutil.rmtree(part, ignore_errors=True)
-    wanted = {"index", "api", "glossary", "references", *(p.removesuffix(".md") for p in pages)}
+    wanted = {
+        "index",
+        "api",
+        "glossary",
+        "references",
+        *(p.removesuffix(".md") for p in pages),
+    }
     for lang in LANGS:
         for name in sorted(wanted):
             src = docs / lang / f"{name}.md"
@@ -146,51 +176,90 @@ def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
     import html
 
     times_file = build / "build-times.json"
-    times = json.loads(times_file.read_text(encoding="utf-8")) if times_file.exists() else {}
+    times = (
+        json.loads(times_file.read_text(encoding="utf-8"))
+        if times_file.exists()
+        else {}
+    )
     executed = sum(r[3] == "executed" for r in rows)
-    kind = "cold" if rows and executed == len(rows) else "warm" if executed == 0 else "partial"
-    entry = {"seconds": round(seconds, 1), "date": datetime.datetime.now().isoformat(timespec="seconds"),
-             "executed_pages": executed, "pages": len(rows), "cpus": os.cpu_count()}
+    kind = (
+        "cold"
+        if rows and executed == len(rows)
+        else "warm"
+        if executed == 0
+        else "partial"
+    )
+    entry = {
+        "seconds": round(seconds, 1),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "executed_pages": executed,
+        "pages": len(rows),
+        "cpus": os.cpu_count(),
+    }
     times[kind] = times["last"] = entry
     times_file.write_text(json.dumps(times, indent=1), encoding="utf-8")
 
     def fmt(kind):
         e = times.get(kind)
-        return (f"{e['seconds']:.1f} s ({e['executed_pages']}/{e['pages']} pages executed, "
-                f"{e['cpus']} CPUs, {html.escape(e['date'])})") if e else "—"
+        return (
+            (
+                f"{e['seconds']:.1f} s ({e['executed_pages']}/{e['pages']} pages executed, "
+                f"{e['cpus']} CPUs, {html.escape(e['date'])})"
+            )
+            if e
+            else "—"
+        )
 
-    body = [f"<h1>Build report · 构建报告</h1>",
-            '<p><a href="zh/index.html">中文版</a> · <a href="en/index.html">English edition</a></p>',
-            "<table><tr><th>build · 构建</th><th>time · 时间</th></tr>",
-            f"<tr><td>cold (every page executed) · 冷构建</td><td>{fmt('cold')}</td></tr>",
-            f"<tr><td>warm (no change, nothing executed) · 无改动重建</td><td>{fmt('warm')}</td></tr>",
-            f"<tr><td>this build · 本次</td><td>{fmt('last')}</td></tr></table>",
-            "<h2>Per-page execution · 各页执行时间</h2>",
-            "<p>Seconds of each page's last execution, and what this build did with it. "
-            "各页最近一次执行所用秒数，以及本次构建对它的处理。</p>",
-            "<table><tr><th>lang</th><th>page</th><th>seconds</th><th>this build</th></tr>"]
+    body = [
+        f"<h1>Build report · 构建报告</h1>",
+        '<p><a href="zh/index.html">中文版</a> · <a href="en/index.html">English edition</a></p>',
+        "<table><tr><th>build · 构建</th><th>time · 时间</th></tr>",
+        f"<tr><td>cold (every page executed) · 冷构建</td><td>{fmt('cold')}</td></tr>",
+        f"<tr><td>warm (no change, nothing executed) · 无改动重建</td><td>{fmt('warm')}</td></tr>",
+        f"<tr><td>this build · 本次</td><td>{fmt('last')}</td></tr></table>",
+        "<h2>Per-page execution · 各页执行时间</h2>",
+        "<p>Seconds of each page's last execution, and what this build did with it. "
+        "各页最近一次执行所用秒数，以及本次构建对它的处理。</p>",
+        "<table><tr><th>lang</th><th>page</th><th>seconds</th><th>this build</th></tr>",
+    ]
     for lang, doc, runtime, status in rows:
         secs = f"{runtime:.2f}" if runtime is not None else "—"
-        body.append(f'<tr><td>{lang}</td><td><a href="{lang}/{doc}.html">{html.escape(doc)}</a></td>'
-                    f'<td class="num">{secs}</td><td>{status}</td></tr>')
+        body.append(
+            f'<tr><td>{lang}</td><td><a href="{lang}/{doc}.html">{html.escape(doc)}</a></td>'
+            f'<td class="num">{secs}</td><td>{status}</td></tr>'
+        )
     body.append("</table>")
-    page = ("<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            "<title>Build report · 构建报告</title>"
-            "<link rel=\"icon\" href=\"zh/_static/favicon.svg\" type=\"image/svg+xml\">"
-            f"<style>{REPORT_STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+    page = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>Build report · 构建报告</title>"
+        '<link rel="icon" href="zh/_static/favicon.svg" type="image/svg+xml">'
+        f"<style>{REPORT_STYLE}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
     (build / "html" / "build-report.html").write_text(page, encoding="utf-8")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clean", action="store_true", help="remove the build dir first")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="source dir with zh/ and en/")
-    parser.add_argument("--build-dir", type=Path, default=ROOT / "_build", help="output dir")
+    parser.add_argument(
+        "--clean", action="store_true", help="remove the build dir first"
+    )
+    parser.add_argument(
+        "--docs", type=Path, default=ROOT / "docs", help="source dir with zh/ and en/"
+    )
+    parser.add_argument(
+        "--build-dir", type=Path, default=ROOT / "_build", help="output dir"
+    )
     parser.add_argument("--langs", nargs="+", choices=LANGS, default=list(LANGS))
-    parser.add_argument("--pages", nargs="+", metavar="PAGE",
-                        help="build only these pages (plus index and api) while writing "
-                             "them; links to other chapters are not checked")
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        metavar="PAGE",
+        help="build only these pages (plus index and api) while writing "
+        "them; links to other chapters are not checked",
+    )
     args = parser.parse_args(argv)
     docs, build = args.docs.resolve(), args.build_dir.resolve()
     if args.pages:
@@ -202,14 +271,18 @@ def main(argv=None) -> int:
     if problems:
         for p in problems:
             print(f"parity: {p}")
-        print("build FAILED: the zh and en books must have the same pages, code cells and structure")
+        print(
+            "build FAILED: the zh and en books must have the same pages, code cells and structure"
+        )
         return 1
     problems = prose_problems(docs)
     if problems:
         for p in problems:
             print(f"prose: {p}")
-        print("build FAILED: measured numbers must be glued from the execution and zh terms "
-              "must be the glossary's (tools/check_prose.py)")
+        print(
+            "build FAILED: measured numbers must be glued from the execution and zh terms "
+            "must be the glossary's (tools/check_prose.py)"
+        )
         return 1
     out = build / "html"
     code = run_builds(docs, build, args.langs)
@@ -221,8 +294,10 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     if code == 0 and not args.pages:
         write_build_report(build, rows, seconds)
-    print(f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
-          + (f"; open {out / 'index.html'} or run `make serve`" if code == 0 else ""))
+    print(
+        f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
+        + (f"; open {out / 'index.html'} or run `make serve`" if code == 0 else "")
+    )
     return code
 
 

@@ -40,8 +40,11 @@ def code_problems(name: str, zh: Page, en: Page) -> list[str]:
     a, b = zh.code_cells, en.code_cells
     if len(a) != len(b):
         return [f"{name}: {len(a)} code cells in zh, {len(b)} in en"]
-    return [f"{name}: code cell {i} differs between zh and en"
-            for i, (x, y) in enumerate(zip(a, b), start=1) if x != y]
+    return [
+        f"{name}: code cell {i} differs between zh and en"
+        for i, (x, y) in enumerate(zip(a, b), start=1)
+        if x != y
+    ]
 
 
 def structure_problems(name: str, zh: Page, en: Page) -> list[str]:

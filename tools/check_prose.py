@@ -57,7 +57,10 @@ def measured_number_problems(docs: Path) -> list[str]:
         for path in sorted((docs / lang).rglob("*.md")):
             name = f"{lang}/{path.relative_to(docs / lang).as_posix()}"
             for para in read_page(path).paragraphs:
-                for m in [*MEASURED.finditer(para.text), *SPELLED_DURATION.finditer(para.text)]:
+                for m in [
+                    *MEASURED.finditer(para.text),
+                    *SPELLED_DURATION.finditer(para.text),
+                ]:
                     line = para.line + para.text[: m.start()].count("\n")
                     problems.append(
                         f"{name}:{line}: typed measurement {m.group(0)!r}: glue it from the "
@@ -91,7 +94,9 @@ def glossary_terms(glossary: Path) -> dict[str, list[str]]:
 def _variant_pattern(variant: str) -> re.Pattern:
     # Latin variants match whole words (token, tokens), not parts of others.
     if re.fullmatch(r"[A-Za-z ]+", variant):
-        return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(variant)}s?(?![A-Za-z0-9_])", re.I)
+        return re.compile(
+            rf"(?<![A-Za-z0-9_]){re.escape(variant)}s?(?![A-Za-z0-9_])", re.I
+        )
     return re.compile(re.escape(variant))
 
 
@@ -100,8 +105,11 @@ def term_problems(docs: Path) -> list[str]:
     glossary = docs / "zh" / "glossary.md"
     if not glossary.exists():
         return []
-    variants = [(term, v, _variant_pattern(v))
-                for term, vs in glossary_terms(glossary).items() for v in vs]
+    variants = [
+        (term, v, _variant_pattern(v))
+        for term, vs in glossary_terms(glossary).items()
+        for v in vs
+    ]
     problems = []
     for path in sorted((docs / "zh").rglob("*.md")):
         name = f"zh/{path.relative_to(docs / 'zh').as_posix()}"
@@ -111,8 +119,10 @@ def term_problems(docs: Path) -> list[str]:
             for term, variant, pattern in variants:
                 for m in pattern.finditer(text):
                     line = para.line + text[: m.start()].count("\n")
-                    problems.append(f"{name}:{line}: {m.group(0)!r} is a variant of the "
-                                    f"glossary term {term!r}; write {term!r}")
+                    problems.append(
+                        f"{name}:{line}: {m.group(0)!r} is a variant of the "
+                        f"glossary term {term!r}; write {term!r}"
+                    )
     return problems
 
 

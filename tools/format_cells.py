@@ -18,8 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE_LENGTH = 88
-CODE_CELL = re.compile(r"^(?P<fence>`{3,}|~{3,})\{code-cell\}(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                       re.M | re.S)
+CODE_CELL = re.compile(
+    r"^(?P<fence>`{3,}|~{3,})\{code-cell\}(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.M | re.S,
+)
 
 
 def split_options(body: str) -> tuple[str, str]:
@@ -36,9 +38,20 @@ def split_options(body: str) -> tuple[str, str]:
 
 def ruff_format(code: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--line-length", str(LINE_LENGTH),
-         "--stdin-filename", "cell.py", "-"],
-        input=code, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--line-length",
+            str(LINE_LENGTH),
+            "--stdin-filename",
+            "cell.py",
+            "-",
+        ],
+        input=code,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         raise ValueError(result.stderr.strip())
@@ -63,18 +76,33 @@ def format_page(text: str) -> tuple[str, list[int]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("paths", nargs="*", type=Path, default=[ROOT / "docs"],
-                        help="the docs folder (every page of both editions) or single pages")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        default=[ROOT / "docs"],
+        help="the docs folder (every page of both editions) or single pages",
+    )
     args = parser.parse_args(argv)
     dirty = 0
-    pages = [p for arg in args.paths for p in (sorted(arg.glob("*/*.md")) if arg.is_dir() else [arg])]
+    pages = [
+        p
+        for arg in args.paths
+        for p in (sorted(arg.glob("*/*.md")) if arg.is_dir() else [arg])
+    ]
     for path in pages:
         text = path.read_text(encoding="utf-8")
         new, changed = format_page(text)
         if changed:
             dirty += 1
-            print(f"{path}: cells {changed} "
-                  + ("need formatting (python tools/format_cells.py)" if args.check else "formatted"))
+            print(
+                f"{path}: cells {changed} "
+                + (
+                    "need formatting (python tools/format_cells.py)"
+                    if args.check
+                    else "formatted"
+                )
+            )
             if not args.check:
                 path.write_text(new, encoding="utf-8")
     return 1 if (args.check and dirty) else 0

@@ -27,13 +27,37 @@ from pathlib import Path
 MYST_EXTENSIONS = {"dollarmath", "amsmath", "colon_fence", "deflist"}
 # Directives whose body is Markdown prose (parsed again for structure and prose).
 PROSE_DIRECTIVES = {
-    "note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
-    "error", "seealso", "admonition", "glue:figure", "figure", "exercise", "solution",
-    "epigraph", "topic", "sidebar",
+    "note",
+    "tip",
+    "hint",
+    "important",
+    "warning",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "seealso",
+    "admonition",
+    "glue:figure",
+    "figure",
+    "exercise",
+    "solution",
+    "epigraph",
+    "topic",
+    "sidebar",
 }
 # Directives whose argument names a file, key or label (the same in both editions).
-KEYED_DIRECTIVES = {"glue:figure", "glue", "literalinclude", "include", "figure", "image",
-                    "bibliography", "exercise", "solution"}
+KEYED_DIRECTIVES = {
+    "glue:figure",
+    "glue",
+    "literalinclude",
+    "include",
+    "figure",
+    "image",
+    "bibliography",
+    "exercise",
+    "solution",
+}
 INLINE_KEYED_ROLES = ("glue", "cite", "eq", "numref")
 CITE_ROLE = re.compile(r"^cite(:\w+)?$")
 
@@ -73,7 +97,9 @@ def _parser():
     from myst_parser.config.main import MdParserConfig
     from myst_parser.parsers.mdit import create_md_parser
 
-    return create_md_parser(MdParserConfig(enable_extensions=MYST_EXTENSIONS), RendererHTML)
+    return create_md_parser(
+        MdParserConfig(enable_extensions=MYST_EXTENSIONS), RendererHTML
+    )
 
 
 def _directive(info: str) -> tuple[str, str] | None:
@@ -163,7 +189,8 @@ def _fence(tok, page: Page, line: int) -> None:
             if entry.strip() and not entry[0].isspace():
                 page.structure.append(Item("glossary-entry", "", body_offset + i))
         page.paragraphs.extend(
-            Paragraph(body_offset + i, entry) for i, entry in enumerate(body.split("\n"))
+            Paragraph(body_offset + i, entry)
+            for i, entry in enumerate(body.split("\n"))
             if entry.strip()
         )
     elif name in PROSE_DIRECTIVES:

@@ -16,8 +16,13 @@ from urllib.parse import urlsplit
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
@@ -27,7 +32,8 @@ def site_pages(site: Path, lang: str) -> list[str]:
     """Paths (relative to the language root) of the book's pages."""
     root = site / lang
     return sorted(
-        p.relative_to(root).as_posix() for p in root.rglob("*.html")
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*.html")
         if p.name not in SKIP_PAGES and not p.relative_to(root).parts[0].startswith("_")
     )
 
@@ -68,11 +74,20 @@ def watch(page) -> dict[str, list[str]]:
             r.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
+    page.on(
+        "console",
+        lambda m: seen["console"].append(m.text) if m.type == "error" else None,
+    )
     page.on("pageerror", lambda e: seen["console"].append(f"page error: {e}"))
     page.on("requestfailed", lambda r: seen["failed"].append(f"{r.url} ({r.failure})"))
-    page.on("response", lambda r: seen["failed"].append(f"{r.url} (HTTP {r.status})")
-            if r.status >= 400 else None)
+    page.on(
+        "response",
+        lambda r: (
+            seen["failed"].append(f"{r.url} (HTTP {r.status})")
+            if r.status >= 400
+            else None
+        ),
+    )
     return seen
 
 
@@ -129,7 +144,9 @@ def switch_problems(page, base: str, lang: str, other: str, path: str) -> list[s
         page.wait_for_load_state()
         expected = f"{base}/{there}/{path}"
         if page.url.split("#")[0] != expected:
-            problems.append(f"switch on {here}/{path} led to {page.url}, expected {expected}")
+            problems.append(
+                f"switch on {here}/{path} led to {page.url}, expected {expected}"
+            )
             break
         if page.title() == "" or "404" in page.title():
             problems.append(f"{page.url} did not load")
@@ -145,7 +162,9 @@ def search_hits(page, base: str, lang: str, query: str) -> list[str]:
         " return s && s.textContent.trim().length > 0; }",
         timeout=20_000,
     )
-    hrefs = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))")
+    hrefs = page.eval_on_selector_all(
+        "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
+    )
     return sorted({re.sub(r"[?#].*$", "", h) for h in hrefs})
 
 
@@ -192,10 +211,14 @@ def horizontal_scroll_problems(page, url: str) -> list[str]:
     r = page.evaluate(SCROLL_JS, page.viewport_size["width"])
     problems = []
     if r["scrollWidth"] > r["innerWidth"] + 1:
-        problems.append(f"page is {r['scrollWidth']} px wide in a {r['innerWidth']} px viewport")
+        problems.append(
+            f"page is {r['scrollWidth']} px wide in a {r['innerWidth']} px viewport"
+        )
     if r["wide"]:
-        problems.append(f"{len(r['wide'])} element(s) past the right edge of the "
-                        f"{r['innerWidth']} px viewport, e.g. {r['wide'][:3]}")
+        problems.append(
+            f"{len(r['wide'])} element(s) past the right edge of the "
+            f"{r['innerWidth']} px viewport, e.g. {r['wide'][:3]}"
+        )
     return problems
 
 
@@ -222,10 +245,14 @@ def figure_text_sizes(page, url: str, site: Path) -> list[dict]:
     figures = []
     for fig in page.evaluate(FIGURES_JS):
         path = site / urlsplit(fig["url"]).path.lstrip("/")
-        record = Image.open(path).text.get(MIN_TEXT_KEY) if path.suffix == ".png" else None
+        record = (
+            Image.open(path).text.get(MIN_TEXT_KEY) if path.suffix == ".png" else None
+        )
         fig["min_text_px"] = float(record) if record is not None else None
         scale = fig["shown"] / fig["natural"] if fig["natural"] else 0.0
-        fig["shown_text_px"] = fig["min_text_px"] * scale if record is not None else None
+        fig["shown_text_px"] = (
+            fig["min_text_px"] * scale if record is not None else None
+        )
         figures.append(fig)
     return figures
 
@@ -241,21 +268,44 @@ def figure_text_problems(page, url: str, site: Path) -> list[str]:
     problems = []
     for fig in figure_text_sizes(page, url, site):
         if fig["min_text_px"] is None:
-            problems.append(f"{fig['src']}: no text-size record (not drawn by mha_book.plot?)")
+            problems.append(
+                f"{fig['src']}: no text-size record (not drawn by mha_book.plot?)"
+            )
         elif fig["shown_text_px"] >= MIN_TEXT_CSS_PX:
             continue
-        elif not (fig["zoom"] and fig["fullSizeLink"] and fig["min_text_px"] >= MIN_TEXT_CSS_PX):
-            problems.append(f"{fig['src']}: smallest text shown at {fig['shown_text_px']:.1f} px "
-                            f"(image {fig['natural']} px wide shown at {fig['shown']:.0f} px; "
-                            f"full size {fig['min_text_px']:.1f} px; zoom figure: {fig['zoom']})")
+        elif not (
+            fig["zoom"]
+            and fig["fullSizeLink"]
+            and fig["min_text_px"] >= MIN_TEXT_CSS_PX
+        ):
+            problems.append(
+                f"{fig['src']}: smallest text shown at {fig['shown_text_px']:.1f} px "
+                f"(image {fig['natural']} px wide shown at {fig['shown']:.0f} px; "
+                f"full size {fig['min_text_px']:.1f} px; zoom figure: {fig['zoom']})"
+            )
     return problems
 
 
 # --- the zh interface speaks Chinese ----------------------------------------------
 # Latin words a zh reader may see in the page chrome: names, file types, keys.
 UI_LATIN_ALLOWED = {
-    "PyTorch", "FlashAttention", "MQA", "GQA", "KV", "BERT", "API", "mha_book", "torch",
-    "cpu", "Ctrl", "K", "English", "ipynb", "md", "pdf", "PDF",
+    "PyTorch",
+    "FlashAttention",
+    "MQA",
+    "GQA",
+    "KV",
+    "BERT",
+    "API",
+    "mha_book",
+    "torch",
+    "cpu",
+    "Ctrl",
+    "K",
+    "English",
+    "ipynb",
+    "md",
+    "pdf",
+    "PDF",
 }
 UI_TEXT_JS = """() => {
   const areas = document.querySelectorAll(
@@ -286,7 +336,23 @@ def english_ui_problems(page, url: str) -> list[str]:
     page.goto(url, wait_until="networkidle")
     problems = []
     for text in sorted(set(page.evaluate(UI_TEXT_JS))):
-        words = [w for w in re.findall(r"[A-Za-z_]+", text) if w not in UI_LATIN_ALLOWED]
+        words = [
+            w for w in re.findall(r"[A-Za-z_]+", text) if w not in UI_LATIN_ALLOWED
+        ]
         if words:
             problems.append(f"English UI text {text!r}")
     return problems
+
+
+CODE_SCROLL_JS = """() => [...document.querySelectorAll("article.bd-article div.highlight pre")]
+  .filter((pre) => !pre.closest(".cell_output") && pre.scrollWidth > pre.clientWidth + 1)
+  .map((pre) => pre.textContent.split("\\n").reduce((a, l) => (l.length > a.length ? l : a), ""))"""
+
+
+def code_scroll_problems(page, url: str) -> list[str]:
+    """Code (cells and included sources, not outputs) must fit its block at 1280 px."""
+    page.goto(url, wait_until="networkidle")
+    return [
+        f"code block scrolls sideways; its longest line: {line!r}"
+        for line in page.evaluate(CODE_SCROLL_JS)
+    ]

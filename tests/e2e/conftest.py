@@ -24,7 +24,9 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 @pytest.fixture(scope="session")
 def chromium():
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+        pytest.fail(
+            f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -35,7 +37,9 @@ def chromium():
 
 @pytest.fixture
 def page(chromium):
-    context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900}, locale="zh-CN"
+    )
     page = context.new_page()
     yield page
     context.close()
@@ -44,8 +48,13 @@ def page(chromium):
 @pytest.fixture
 def phone(chromium):
     """A page in a phone-sized, touch, high-density viewport (390 CSS px wide)."""
-    context = chromium.new_context(viewport=PHONE, device_scale_factor=3, is_mobile=True,
-                                   has_touch=True, locale="zh-CN")
+    context = chromium.new_context(
+        viewport=PHONE,
+        device_scale_factor=3,
+        is_mobile=True,
+        has_touch=True,
+        locale="zh-CN",
+    )
     page = context.new_page()
     yield page
     context.close()

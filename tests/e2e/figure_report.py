@@ -15,7 +15,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser import (  # noqa: E402
-    CHROMIUM, CHROMIUM_ARGS, MIN_TEXT_CSS_PX, PHONE, figure_text_sizes, serve, site_pages,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    MIN_TEXT_CSS_PX,
+    PHONE,
+    figure_text_sizes,
+    serve,
+    site_pages,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,18 +38,21 @@ def main(argv=None) -> int:
     failing = 0
     with sync_playwright() as p, serve(args.site) as url:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_context(viewport=PHONE, device_scale_factor=3, is_mobile=True,
-                                   has_touch=True).new_page()
+        page = browser.new_context(
+            viewport=PHONE, device_scale_factor=3, is_mobile=True, has_touch=True
+        ).new_page()
         for lang in args.lang or ["zh", "en"]:
             for path in args.pages or site_pages(args.site, lang):
                 for fig in figure_text_sizes(page, f"{url}/{lang}/{path}", args.site):
                     shown = fig["shown_text_px"]
                     ok = shown is not None and (shown >= MIN_TEXT_CSS_PX or fig["zoom"])
                     failing += not ok
-                    print(f"{'ok  ' if ok else 'FAIL'} {lang}/{path} {Path(fig['src']).name}: "
-                          f"{fig['natural']} px wide, shown {fig['shown']:.0f} px, smallest text "
-                          f"{fig['min_text_px']} px -> {shown and round(shown, 1)} px"
-                          + (" (zoom figure)" if fig["zoom"] else ""))
+                    print(
+                        f"{'ok  ' if ok else 'FAIL'} {lang}/{path} {Path(fig['src']).name}: "
+                        f"{fig['natural']} px wide, shown {fig['shown']:.0f} px, smallest text "
+                        f"{fig['min_text_px']} px -> {shown and round(shown, 1)} px"
+                        + (" (zoom figure)" if fig["zoom"] else "")
+                    )
         browser.close()
     print(f"{failing} figure(s) below {MIN_TEXT_CSS_PX} px")
     return 1 if failing else 0
