@@ -281,8 +281,9 @@ def plot_attention(
         ax.set_title(titles[h], fontsize=10)
         ax.set_xticks(range(S), k_tokens if k_tokens is not None else range(S))
         ax.set_yticks(range(T), q_tokens if q_tokens is not None else range(T))
-        if k_tokens is not None:
-            # Turned labels end at their tick, so a long one never runs into the next.
+        if k_tokens is not None and _label_width_in(k_tokens) > 0.9 * cell_size:
+            # Labels wider than a cell are turned; each ends at its own tick,
+            # so a long one never runs into the next.
             ax.tick_params(axis="x", labelrotation=45)
             for label in ax.get_xticklabels():
                 label.set(ha="right", rotation_mode="anchor")
@@ -303,6 +304,15 @@ def plot_attention(
     shrink = 0.8 if nrows == 1 else max(0.25, 0.8 / nrows)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=shrink)
     return fig
+
+
+def _label_width_in(labels: Sequence[str], fontsize: float = 10.0) -> float:
+    """Rough width in inches of the widest label (CJK glyphs are about 1 em wide)."""
+    em = fontsize / 72
+    return max(
+        (sum(1.0 if ord(c) >= 0x2E80 else 0.6 for c in str(s)) * em for s in labels),
+        default=0.0,
+    )
 
 
 def _check_labels(name: str, labels: Sequence[str] | None, expected: int) -> None:
