@@ -50,6 +50,11 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
         raise TypeError(f"q must have a floating-point dtype, got {q.dtype}")
     check_same_dtype_device("q", q, "k", k)
     check_same_dtype_device("q", q, "v", v)
+    if q.shape[-1] == 0:  # the default scale is 1 / sqrt(D)
+        raise ValueError(
+            "q must have a head dim D >= 1 as its last dim, "
+            f"got shape {fmt_shape(q.shape)}"
+        )
     if k.shape[-1] != q.shape[-1]:
         raise ValueError(
             f"k must have the head dim D of q ({q.shape[-1]}) as its last dim, "
@@ -78,6 +83,9 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
         isinstance(scale, bool) or not isinstance(scale, numbers.Real)
     ):
         raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+    if scale is not None and not math.isfinite(scale):
+        # nan or inf would turn every output into NaN
+        raise ValueError(f"scale must be a finite number or None, got {scale}")
     return target
 
 

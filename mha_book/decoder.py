@@ -293,6 +293,12 @@ class CausalDecoder(nn.Module):
         check_rank(idx, "idx", 2, "(B, T)")
         if idx.is_floating_point() or idx.dtype == torch.bool:
             raise TypeError(f"idx must hold integer token ids, got dtype {idx.dtype}")
+        V = self.tok_emb.num_embeddings
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
+            raise ValueError(
+                f"idx must hold token ids in [0, vocab_size) = [0, {V}), "
+                f"got ids from {int(idx.min())} to {int(idx.max())}"
+            )
         T = idx.shape[1]
         if T > self.max_len:
             raise ValueError(
@@ -351,17 +357,21 @@ class CausalDecoder(nn.Module):
         if (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
-            or not temperature > 0
+            or not 0 < temperature < math.inf
         ):
             raise ValueError(
-                f"temperature must be a positive float, got {temperature!r}"
+                f"temperature must be a finite positive float, got {temperature!r}"
             )
         was_training = self.training
         self.eval()
         try:
             for _ in range(max_new_tokens):
                 logits, _ = self(idx[:, -self.max_len :])  # (B, T', V)
-                probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
+                last = logits[:, -1]  # (B, V)
+                # Shift the largest logit to 0 before dividing: a tiny temperature
+                # then gives 0 and -inf (greedy), never inf - inf = NaN.
+                last = last - last.max(dim=-1, keepdim=True).values
+                probs = torch.softmax(last / temperature, dim=-1)  # (B, V)
                 nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
                 idx = torch.cat([idx, nxt], dim=1)  # (B, T + 1)
         finally:

@@ -16,6 +16,8 @@ with ``&`` (both must allow) and broadcast against the scores ``(B, H, T, S)``:
 
 from __future__ import annotations
 
+import numbers
+
 from collections.abc import Sequence
 
 import torch
@@ -26,11 +28,12 @@ __all__ = ["padding_mask", "causal_mask", "flip_mask_convention"]
 
 
 def _check_length(n: object, name: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, int):
+    # numbers.Integral admits numpy.int64 and friends; bool is refused.
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be a non-negative int, got {type(n).__name__}")
     if n < 0:
         raise ValueError(f"{name} must be a non-negative int, got {n}")
-    return n
+    return int(n)
 
 
 def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int) -> torch.Tensor:
@@ -64,7 +67,19 @@ def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int) -> torch.T
                 [1, 1, 1, 1]], dtype=torch.int32)
     """
     if not isinstance(lengths, torch.Tensor):
-        lengths = torch.as_tensor(lengths)
+        if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence):
+            raise TypeError(
+                "lengths must be a 1-D tensor or a sequence of ints, "
+                f"got {type(lengths).__name__}"
+            )
+        if len(lengths) == 0:  # as_tensor([]) is float32: say what is wrong instead
+            raise ValueError("lengths must hold one length per sequence, got none")
+        try:
+            lengths = torch.as_tensor(lengths)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(
+                f"lengths must be a sequence of ints, got {lengths!r}"
+            ) from None
     max_len = _check_length(max_len, "max_len")
     if (
         lengths.is_floating_point()

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from mha_book import corpus
+from mha_book import charlm, corpus
 from mha_book.charlm import (
     CharTokenizer,
     TrainHistory,
@@ -183,7 +183,7 @@ def test_checkpoint_round_trip(tokenizer, tmp_path):
 def test_load_rejects_other_files(tmp_path):
     path = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(2)}, path)
-    with pytest.raises(ValueError, match="not a mha_book.charlm/1 checkpoint"):
+    with pytest.raises(ValueError, match="not a mha_book.charlm/2 checkpoint"):
         load_checkpoint(path)
 
 
@@ -208,3 +208,88 @@ def test_corpus_missing_package_says_how_to_install(monkeypatch):
 def test_unknown_play_lists_the_available_ones():
     with pytest.raises(ValueError, match="hamlet_gut"):
         corpus.load_play("no_such_play")
+
+
+def _saved(tokenizer, tmp_path):
+    model = tiny_model(tokenizer.vocab_size)
+    return save_checkpoint(tmp_path / "model.pt", model, tokenizer), model
+
+
+def test_a_crash_while_saving_keeps_the_previous_checkpoint(
+    tokenizer, tmp_path, monkeypatch
+):
+    path, model = _saved(tokenizer, tmp_path)
+    before = path.read_bytes()
+
+    def crash(obj, f, *args, **kwargs):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt  # the process is stopped mid-write
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, model, tokenizer)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.pt"
+    ]  # no temp file left
+    monkeypatch.undo()
+    load_checkpoint(path)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda p: p.unlink(), "does not exist"),
+        (lambda p: p.write_bytes(b""), "is empty"),
+        (
+            lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
+            "not a readable",
+        ),
+        (lambda p: p.write_text("just text", encoding="utf-8"), "not a readable"),
+    ],
+)
+def test_a_damaged_checkpoint_file_is_named_in_the_error(
+    tokenizer, tmp_path, damage, message
+):
+    path, _ = _saved(tokenizer, tmp_path)
+    damage(path)
+    with pytest.raises((ValueError, FileNotFoundError), match=message) as err:
+        load_checkpoint(path)
+    assert str(path) in str(err.value)
+
+
+def _rewrite(path, change):
+    data = torch.load(path, weights_only=True)
+    change(data)
+    torch.save(data, path)
+
+
+def test_changed_weights_fail_the_digest(tokenizer, tmp_path):
+    path, _ = _saved(tokenizer, tmp_path)
+    _rewrite(path, lambda d: d["state_dict"]["tok_emb.weight"].add_(1.0))
+    with pytest.raises(ValueError, match=f"{path} is damaged"):
+        load_checkpoint(path)
+
+
+def test_a_vocabulary_that_does_not_fit_the_model_is_refused(tokenizer, tmp_path):
+    path, _ = _saved(tokenizer, tmp_path)
+
+    def drop_a_char(d):
+        d["chars"] = d["chars"][:-1]
+        d["digest"] = charlm.checkpoint_digest(d["config"], d["state_dict"], d["chars"])
+
+    _rewrite(path, drop_a_char)
+    with pytest.raises(ValueError, match="characters but the model's vocab_size is"):
+        load_checkpoint(path)
+
+
+def test_a_configuration_the_model_rejects_is_named(tokenizer, tmp_path):
+    path, _ = _saved(tokenizer, tmp_path)
+
+    def bad_config(d):
+        d["config"]["no_such_argument"] = 1
+        d["digest"] = charlm.checkpoint_digest(d["config"], d["state_dict"], d["chars"])
+
+    _rewrite(path, bad_config)
+    with pytest.raises(ValueError, match=f"{path}: the model cannot be rebuilt"):
+        load_checkpoint(path)

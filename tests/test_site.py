@@ -209,3 +209,33 @@ def test_build_report_lists_every_executed_page(site):
     assert re.search(r"this build · 本次</td><td>\d+\.\d s", report)
     for lang in ("zh", "en"):
         assert 'href="../build-report.html"' in read(site / lang / "index.html")
+
+
+def machine_paths_in(site: Path) -> list[str]:
+    """Files of the published site that name a path of the build machine."""
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    needles = {root, sys.prefix, str(Path.home()) + "/"}
+    found = []
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in {".html", ".txt", ".js", ".ipynb", ".json", ".md"}:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            found += [f"{path.relative_to(site)}: {n}" for n in needles if n in text]
+    return found
+
+
+def test_no_machine_paths_are_published(site):
+    assert machine_paths_in(site) == []
+    # chapter 07 shows real tracebacks: they name files relative to their environment
+    html = read(site / "en" / "07-troubleshooting.html")
+    assert ".../site-packages/torch/" in html and "mha_book/module.py" in html
+
+
+def test_the_path_check_sees_an_absolute_path(site, tmp_path):
+    copy = tmp_path / "html"
+    (copy / "en").mkdir(parents=True)
+    (copy / "en" / "page.html").write_text(
+        f"File {Path(__file__).resolve().parents[1]}/mha_book/module.py:105", encoding="utf-8"
+    )
+    assert len(machine_paths_in(copy)) == 1

@@ -1,19 +1,31 @@
 """Build both language trees of the book and report per-page execution time.
 
-Usage: python tools/build_book.py [--clean]
+Usage: python tools/build_book.py [--clean] [--pages PAGE ...] [--timeout SECONDS]
 
 Runs the zh and en Sphinx builds side by side (one process each, so the two
 cores are both used), in strict mode (-W: any warning, including stderr from
 a code cell, is an error). Output: _build/html/{zh,en}/ and a language chooser
 at _build/html/index.html.
+
+Before Sphinx starts, the gates run: the two editions must have the same
+code and structure (tools/check_parity.py), and the prose must glue its
+measured numbers and use the glossary's zh terms (tools/check_prose.py).
+
+The build succeeds only if every edition exits 0; an edition killed by a
+signal or stopped at its wall-clock limit (MHA_BOOK_EDITION_TIMEOUT seconds,
+default 1800, or --timeout) fails it, and the build says which and why. Each
+edition runs in its own process group: the limit, Ctrl-C and SIGTERM stop
+its notebook kernels too. --clean deletes only a folder this script made.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -59,8 +71,64 @@ def build_env(lang: str, build: Path) -> dict[str, str]:
     return env
 
 
-def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
-    """Run one Sphinx build per language in parallel; stream prefixed output."""
+# Each edition gets this many seconds in all (override with the environment
+# variable or --timeout); after that its whole process group is stopped.
+EDITION_TIMEOUT_ENV = "MHA_BOOK_EDITION_TIMEOUT"
+DEFAULT_EDITION_TIMEOUT = 1800
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop a process and everything it started (its kernels): TERM, then KILL.
+
+    jupyter_client starts each kernel in a session of its own, outside the
+    edition's process group, so the kernels are found as descendants too.
+    """
+    import psutil  # installed with ipykernel
+
+    try:
+        kernels = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        kernels = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for child in kernels:
+            try:
+                child.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+            psutil.wait_procs(kernels, timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def failure_reason(code: int | None, timed_out: bool, limit: float) -> str | None:
+    """Why an edition failed, in words; None if it succeeded."""
+    if timed_out:
+        return f"exceeded the {limit:.0f} s limit ({EDITION_TIMEOUT_ENV}); stopped"
+    if code is None or code == 0:
+        return None
+    if code < 0:
+        return f"killed by signal {signal.Signals(-code).name}"
+    return f"exit {code}"
+
+
+def run_builds(
+    docs: Path, build: Path, langs=LANGS, timeout: float | None = None
+) -> int:
+    """Run one Sphinx build per language in parallel; stream prefixed output.
+
+    Returns 0 only if every edition exited 0. Each edition runs in its own
+    process group, so a timeout, Ctrl-C or SIGTERM stops its kernels as well.
+    """
+    limit = timeout or float(
+        os.environ.get(EDITION_TIMEOUT_ENV, DEFAULT_EDITION_TIMEOUT)
+    )
     procs = {}
     for lang in langs:
         cmd = sphinx_command(
@@ -73,6 +141,7 @@ def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def pump(lang, proc):
@@ -82,16 +151,42 @@ def run_builds(docs: Path, build: Path, langs=LANGS) -> int:
             sys.stdout.write(f"[{lang}] {line}")
             sys.stdout.flush()
 
-    threads = [threading.Thread(target=pump, args=item) for item in procs.items()]
+    threads = [
+        threading.Thread(target=pump, args=item, daemon=True) for item in procs.items()
+    ]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + limit
+    timed_out = set()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        while any(p.poll() is None for p in procs.values()):
+            if time.monotonic() > deadline:
+                for lang, proc in procs.items():
+                    if proc.poll() is None:
+                        timed_out.add(lang)
+                        stop_group(proc)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        for proc in procs.values():
+            stop_group(proc, grace=3.0)
+        print("build INTERRUPTED: both editions stopped")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for t in threads:
-        t.join()
-    codes = {lang: proc.wait() for lang, proc in procs.items()}
-    for lang, code in codes.items():
-        if code != 0:
-            print(f"[{lang}] build FAILED (exit {code})")
-    return max(codes.values())
+        t.join(timeout=5)
+    failed = 0
+    for lang, proc in procs.items():
+        reason = failure_reason(proc.returncode, lang in timed_out, limit)
+        if reason:
+            failed += 1
+            print(f"[{lang}] build FAILED: {reason}")
+    return 1 if failed else 0
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
@@ -241,6 +336,85 @@ def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
     (build / "html" / "build-report.html").write_text(page, encoding="utf-8")
 
 
+# Execution caches kept per language (one per package digest), most recently
+# used first; older ones are pruned after a successful build.
+CACHES_KEPT = 3
+
+
+def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
+    """Delete all but the ``keep`` most recently used caches of each language."""
+    removed = []
+    for lang in langs:
+        caches = sorted(
+            (build / "jupyter_cache").glob(f"{lang}-*"),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for old in caches[keep:]:
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
+@contextlib.contextmanager
+def build_lock(build: Path):
+    """Hold the build folder's lock; raise BuildBusy if another build holds it."""
+    import fcntl
+
+    build.mkdir(parents=True, exist_ok=True)
+    with open(build / ".lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise BuildBusy(lock.read().strip() or "?") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
+class BuildBusy(Exception):
+    """Another build holds the build folder (the argument is its pid)."""
+
+
+# The build marks the folders it creates; --clean deletes nothing else.
+BUILD_MARKER = ".mha_book_build"
+
+
+def claim(build: Path) -> None:
+    """Create the build folder (if needed) and mark it as the build's own."""
+    build.mkdir(parents=True, exist_ok=True)
+    (build / BUILD_MARKER).touch()
+
+
+def clean(build: Path, check_only: bool = False) -> str | None:
+    """Empty a build folder this script made; return why not, if it refuses.
+
+    The folder itself and its lock stay (a waiting build may hold the lock).
+    """
+    if not build.exists():
+        return None
+    if not build.is_dir():
+        return f"refusing to clean {build}: not a folder"
+    owned = (build / BUILD_MARKER).exists()
+    if not owned and any(p.name != ".lock" for p in build.iterdir()):
+        return (
+            f"refusing to clean {build}: it holds files and was not made by "
+            f"tools/build_book.py (no {BUILD_MARKER} in it)"
+        )
+    if not check_only:
+        for item in build.iterdir():
+            if item.name == ".lock":
+                continue
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -260,12 +434,43 @@ def main(argv=None) -> int:
         help="build only these pages (plus index and api) while writing "
         "them; links to other chapters are not checked",
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"wall-clock limit per edition (default: ${EDITION_TIMEOUT_ENV} "
+        f"or {DEFAULT_EDITION_TIMEOUT})",
+    )
     args = parser.parse_args(argv)
     docs, build = args.docs.resolve(), args.build_dir.resolve()
+    if args.clean:
+        problem = clean(build, check_only=True)
+        if problem:
+            print(f"build FAILED: {problem}")
+            return 1
+    try:
+        with build_lock(build):
+            return build_book(args, docs, build)
+    except BuildBusy as busy:
+        print(
+            f"build FAILED: another build (pid {busy}) is using {build}; "
+            "wait for it to finish, or build elsewhere with --build-dir"
+        )
+        return 1
+
+
+def build_book(args, docs: Path, build: Path) -> int:
+    """The build proper, run while holding the build folder's lock."""
+    if args.clean:
+        problem = clean(build)
+        if problem:
+            print(f"build FAILED: {problem}")
+            return 1
+    claim(build)
     if args.pages:
         docs = partial_docs(docs, build, args.pages)
-    if args.clean:
-        shutil.rmtree(build, ignore_errors=True)
+    for stale in (build / "exec").glob("*.json"):
+        stale.unlink()  # an interrupted build must not report the last one's pages
     start = time.perf_counter()
     problems = parity_problems(docs)
     if problems:
@@ -285,7 +490,14 @@ def main(argv=None) -> int:
         )
         return 1
     out = build / "html"
-    code = run_builds(docs, build, args.langs)
+    try:
+        code = run_builds(docs, build, args.langs, timeout=args.timeout)
+    except KeyboardInterrupt:
+        return 130
+    # myst-nb writes the executed notebooks beside the editions, inside the
+    # published folder; they are build by-products (with machine paths in
+    # their tracebacks), not pages.
+    shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
     if code == 0 and (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
         (out / ".nojekyll").touch()
@@ -294,6 +506,8 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     if code == 0 and not args.pages:
         write_build_report(build, rows, seconds)
+    if code == 0:
+        prune_caches(build, args.langs)
     print(
         f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
         + (f"; open {out / 'index.html'} or run `make serve`" if code == 0 else "")

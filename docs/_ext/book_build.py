@@ -38,7 +38,11 @@ def execution_digest(root: Path = ROOT) -> str:
     h = hashlib.sha256()
     files = sorted((root / "mha_book").rglob("*.py"))
     # The build script sets the kernels' environment (threads, language).
-    files += [root / "constraints.txt", root / "pyproject.toml", root / "tools" / "build_book.py"]
+    files += [
+        root / "constraints.txt",
+        root / "pyproject.toml",
+        root / "tools" / "build_book.py",
+    ]
     for path in files:
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
@@ -47,14 +51,62 @@ def execution_digest(root: Path = ROOT) -> str:
 
 
 def execution_cache_path(lang: str) -> str:
-    """Return this language's cache directory and remove stale siblings."""
-    base = BUILD / "jupyter_cache"
-    current = base / f"{lang}-{execution_digest()}"
-    if base.is_dir():
-        for old in base.glob(f"{lang}-*"):
-            if old != current:
-                shutil.rmtree(old, ignore_errors=True)
+    """Return this language's cache directory for the current package digest.
+
+    Nothing is deleted here: another build may be using an older cache. The
+    build script keeps the few most recently used caches per language and
+    prunes the rest after a successful build (``tools/build_book.py``), so an
+    edit-and-revert or a branch switch finds its cache again.
+    """
+    current = BUILD / "jupyter_cache" / f"{lang}-{execution_digest()}"
+    for note in heal_cache(current):
+        print(f"WARNING (healed): {note}", flush=True)  # a notice, not a Sphinx warning
+    current.mkdir(parents=True, exist_ok=True)
+    os.utime(current)  # "used now": pruning keeps the most recently used
     return str(current)
+
+
+def heal_cache(path: Path) -> list[str]:
+    """Drop what is broken in a jupyter-cache folder; say what was dropped.
+
+    A damaged database loses the whole cache (every page of that edition runs
+    again); a cached notebook that is missing or unreadable loses its record
+    (that page runs again). Without this, each later build would fail until
+    the cache was deleted by hand.
+    """
+    import nbformat
+    from jupyter_cache.cache.db import NbCacheRecord
+    from jupyter_cache.cache.main import JupyterCacheBase
+
+    if not path.is_dir():
+        return []
+    try:
+        cache = JupyterCacheBase(str(path))
+        records = cache.list_cache_records()
+    except Exception as err:  # sqlite says "file is not a database", and the like
+        shutil.rmtree(path, ignore_errors=True)
+        return [
+            f"execution cache {path.name} was unreadable ({type(err).__name__}); "
+            "every page of this edition runs again"
+        ]
+    notes = []
+    for record in records:
+        notebook = path / "executed" / record.hashkey / "base.ipynb"
+        try:
+            nbformat.reads(notebook.read_text(encoding="utf8"), nbformat.NO_CONVERT)
+            continue
+        except Exception as err:
+            why = (
+                "missing"
+                if not notebook.exists()
+                else f"unreadable ({type(err).__name__})"
+            )
+        shutil.rmtree(notebook.parent, ignore_errors=True)
+        NbCacheRecord.remove_records([record.pk], cache.db)
+        notes.append(
+            f"cached notebook of {Path(record.uri).stem} was {why}; it runs again"
+        )
+    return notes
 
 
 # --- Chinese search --------------------------------------------------------
@@ -97,20 +149,28 @@ class ChineseQuerySearch(SearchChinese):
 
 
 # --- offline MathJax -------------------------------------------------------
-MATHJAX_PARTS = ["tex-chtml.js", "output/chtml", "input/tex/extensions", "a11y", "ui", "adaptors"]
+MATHJAX_PARTS = [
+    "tex-chtml.js",
+    "output/chtml",
+    "input/tex/extensions",
+    "a11y",
+    "ui",
+    "adaptors",
+]
 
 
 def offline_mathjax_dir() -> str:
-    """Copy the needed MathJax 3 files once into _build/static_mathjax/mathjax.
+    """Copy the needed MathJax 3 files once into _build/static_mathjax/<version>/.
 
-    The zh and en builds start together, so the copy is made in a private
-    folder and renamed into place; whichever build gets there second uses it.
+    The folder is keyed on the package version, so upgrading
+    sphinx-mathjax-offline publishes the new files, never a stale copy. The
+    zh and en builds start together, so the copy is made in a private folder
+    and renamed into place; whichever build gets there second uses it.
     """
     dist = metadata.distribution("sphinx-mathjax-offline")
     src = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
-    dest_root = BUILD / "static_mathjax"
-    stamp = dest_root / f".from-{dist.version}"
-    if stamp.exists():
+    dest_root = BUILD / "static_mathjax" / dist.version
+    if (dest_root / "mathjax").is_dir():
         return str(dest_root)
     tmp = BUILD / f".static_mathjax-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -121,7 +181,7 @@ def offline_mathjax_dir() -> str:
             shutil.copytree(s, d)
         else:
             shutil.copy2(s, d)
-    (tmp / stamp.name).touch()
+    dest_root.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.rename(tmp, dest_root)
     except OSError:  # the other build renamed its copy first
@@ -199,6 +259,37 @@ def _localise_header_buttons(app, pagename, templatename, context, doctree):
     fix(context.get("header_buttons"))
 
 
+# --- no machine paths in the published pages ----------------------------------
+def machine_paths() -> list[tuple[str, str]]:
+    """(absolute prefix, what the reader sees instead), longest first.
+
+    Tracebacks name files by absolute path: the virtual environment's
+    site-packages, the repository, the home folder. None of those belong to
+    the reader, so pages show them relative to their environment.
+    """
+    import sysconfig
+
+    pairs = {
+        sysconfig.get_paths()["purelib"] + "/": ".../site-packages/",
+        sysconfig.get_paths()["stdlib"] + "/": ".../python/",
+        str(ROOT) + "/": "",
+        sys.prefix + "/": ".../",
+        str(Path.home()) + "/": "~/",
+    }
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def _hide_machine_paths(app, doctree):
+    pairs = machine_paths()
+    for block in doctree.findall(nodes.literal_block):
+        for text in list(block.findall(nodes.Text)):
+            new = str(text)
+            for path, shown in pairs:
+                new = new.replace(path, shown)
+            if new != str(text):
+                text.parent.replace(text, nodes.Text(new))
+
+
 # --- stderr shown in the build log ------------------------------------------
 def _report_stderr(app, doctree):
     """Say what a cell wrote to stderr (myst-nb's own warning only counts it)."""
@@ -233,6 +324,7 @@ def setup(app):
     app.add_role("lit", lit_role)
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)
+    app.connect("doctree-read", _hide_machine_paths)
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _localise_header_buttons, priority=900)
     app.connect("build-finished", _write_exec_report)
