@@ -258,9 +258,14 @@ def test_a_damaged_checkpoint_file_is_named_in_the_error(
     assert str(path) in str(err.value)
 
 
-def _rewrite(path, change):
+def _rewrite(path, change, redigest=False):
+    """Change a saved checkpoint; with ``redigest`` store a matching digest."""
     data = torch.load(path, weights_only=True)
     change(data)
+    if redigest:
+        data["digest"] = charlm.checkpoint_digest(
+            data["config"], data["state_dict"], data["chars"]
+        )
     torch.save(data, path)
 
 
@@ -273,23 +278,13 @@ def test_changed_weights_fail_the_digest(tokenizer, tmp_path):
 
 def test_a_vocabulary_that_does_not_fit_the_model_is_refused(tokenizer, tmp_path):
     path, _ = _saved(tokenizer, tmp_path)
-
-    def drop_a_char(d):
-        d["chars"] = d["chars"][:-1]
-        d["digest"] = charlm.checkpoint_digest(d["config"], d["state_dict"], d["chars"])
-
-    _rewrite(path, drop_a_char)
+    _rewrite(path, lambda d: d.update(chars=d["chars"][:-1]), redigest=True)
     with pytest.raises(ValueError, match="characters but the model's vocab_size is"):
         load_checkpoint(path)
 
 
 def test_a_configuration_the_model_rejects_is_named(tokenizer, tmp_path):
     path, _ = _saved(tokenizer, tmp_path)
-
-    def bad_config(d):
-        d["config"]["no_such_argument"] = 1
-        d["digest"] = charlm.checkpoint_digest(d["config"], d["state_dict"], d["chars"])
-
-    _rewrite(path, bad_config)
+    _rewrite(path, lambda d: d["config"].update(no_such_argument=1), redigest=True)
     with pytest.raises(ValueError, match=f"{path}: the model cannot be rebuilt"):
         load_checkpoint(path)
