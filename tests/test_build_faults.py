@@ -10,13 +10,21 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import copy_build_machinery
-from test_build_strict import build, cell
+from test_build_strict import build, cell, executed, scratch, write_book  # noqa: F401
 
 
-@pytest.fixture
-def scratch(tmp_path):
-    return copy_build_machinery(tmp_path)
+def hanging_book(scratch: Path) -> Path:
+    """A page whose cell records its kernel's pid and then hangs; return the pid file."""
+    pid_file = scratch / "kernel.pid"
+    write_book(
+        scratch,
+        cell(
+            "import os, time\n"
+            f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+            "time.sleep(600)"
+        ),
+    )
+    return pid_file
 
 
 def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
@@ -37,22 +45,14 @@ def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
 
 
 def test_a_hung_edition_is_stopped_at_its_limit_with_its_kernel(scratch):
-    pid_file = scratch / "kernel.pid"
-    hang = cell(
-        "import os, time\n"
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(600)"
-    )
-    page = scratch / "docs" / "zh" / "index.md"
-    page.parent.mkdir(parents=True, exist_ok=True)
-    (scratch / "docs" / "en").mkdir(parents=True, exist_ok=True)
-    header = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
-    for lang in ("zh", "en"):
-        (scratch / "docs" / lang / "index.md").write_text(header + hang, encoding="utf-8")
+    pid_file = hanging_book(scratch)
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "tools/build_book.py", "--langs", "zh", "--timeout", "20"],
-        cwd=scratch, capture_output=True, text=True, timeout=300,
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode != 0
     assert "[zh] build FAILED: exceeded the 20 s limit" in result.stdout
@@ -64,19 +64,13 @@ def test_a_hung_edition_is_stopped_at_its_limit_with_its_kernel(scratch):
 
 
 def test_sigterm_stops_the_build_and_its_kernels(scratch):
-    pid_file = scratch / "kernel.pid"
-    hang = cell(
-        "import os, time\n"
-        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(600)"
-    )
-    header = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
-    for lang in ("zh", "en"):
-        (scratch / "docs" / lang).mkdir(parents=True, exist_ok=True)
-        (scratch / "docs" / lang / "index.md").write_text(header + hang, encoding="utf-8")
+    pid_file = hanging_book(scratch)
     proc = subprocess.Popen(
         [sys.executable, "tools/build_book.py", "--langs", "zh"],
-        cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=scratch,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     for _ in range(600):  # wait until the kernel runs the cell
         if pid_file.exists() and pid_file.read_text():
@@ -98,7 +92,10 @@ def test_clean_refuses_a_folder_the_build_did_not_make(scratch, tmp_path):
     (foreign / "notes.txt").write_text("keep me", encoding="utf-8")
     result = subprocess.run(
         [sys.executable, "tools/build_book.py", "--clean", "--build-dir", str(foreign)],
-        cwd=scratch, capture_output=True, text=True, timeout=120,
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode != 0
     assert "refusing to clean" in result.stdout and str(foreign) in result.stdout
@@ -118,13 +115,18 @@ def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratc
     assert "a-page-of-an-old-build" not in broken.stdout
     result = subprocess.run(
         [sys.executable, "tools/build_book.py", "--clean", "--langs", "zh"],
-        cwd=scratch, capture_output=True, text=True, timeout=300,
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert not (scratch / "_build" / "leftover.txt").exists()
     assert "refusing" not in result.stdout
 
 
-def test_the_offline_mathjax_copy_is_keyed_on_the_package_version(tmp_path, monkeypatch):
+def test_the_offline_mathjax_copy_is_keyed_on_the_package_version(
+    tmp_path, monkeypatch
+):
     import importlib
 
     root = Path(__file__).resolve().parents[1]
@@ -192,9 +194,10 @@ def _corrupt(kind: str, cache: Path) -> None:
         shutil.rmtree(notebook.parent)
 
 
-@pytest.mark.parametrize("kind", ["truncated notebook", "missing notebook", "damaged database"])
+@pytest.mark.parametrize(
+    "kind", ["truncated notebook", "missing notebook", "damaged database"]
+)
 def test_a_corrupt_cache_heals_with_a_warning(scratch, kind):
-    from test_build_strict import executed
 
     first = build(scratch, cell("print(6 * 7)"))
     assert first.returncode == 0, first.stdout

@@ -27,12 +27,17 @@ def scratch(tmp_path):
     return copy_build_machinery(tmp_path)
 
 
-def build(repo: Path, *cells: str, langs=("zh",)):
-    """Write the one-page book in every language, build it, return the result."""
+def write_book(repo: Path, *cells: str) -> None:
+    """Write the same one-page book in every language."""
     for lang in ("zh", "en"):
         page = repo / "docs" / lang / "index.md"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(HEADER + "".join(cells), encoding="utf-8")
+
+
+def build(repo: Path, *cells: str, langs=("zh",)):
+    """Write the one-page book in every language, build it, return the result."""
+    write_book(repo, *cells)
     return subprocess.run(
         [sys.executable, "tools/build_book.py", "--langs", *langs],
         cwd=repo,
