@@ -28,6 +28,7 @@ __all__ = [
     "check_rank",
     "check_same_dtype_device",
     "check_mask",
+    "check_key_mask",
     "check_probability",
     "check_positive_int",
 ]
@@ -100,6 +101,7 @@ def check_mask(
     *,
     device: torch.device | None = None,
     name: str = "mask",
+    key_mask_arg: bool = False,
 ) -> torch.Tensor:
     """Check a boolean attention mask (True = may attend) against a target shape.
 
@@ -108,6 +110,8 @@ def check_mask(
         target: The shape the mask must broadcast to, e.g. ``(B, H, T, S)``.
         device: If given, the mask must live on this device.
         name: Argument name used in error messages.
+        key_mask_arg: The caller also takes a ``key_mask`` ``(B, S)``; name it
+            when a ``(B, S)`` mask is refused.
 
     Returns:
         The mask, unchanged.
@@ -123,17 +127,83 @@ def check_mask(
             "for nn.MultiheadAttention's True = blocked, use flip_mask_convention"
         )
     target = tuple(int(n) for n in target)
+    _check_mask_rank(mask, target, name)
     ok = mask.dim() <= len(target) and all(
         m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target))
     )
     if not ok:
+        hint = ""
+        if len(target) == 4 and tuple(mask.shape) == (target[0], target[-1]):
+            use = "key_mask=mask or " if key_mask_arg else ""
+            hint = f"; for a per-sequence (B, S) mask use {use}mask[:, None, None, :]"
         raise ValueError(
             f"{name} of shape {fmt_shape(mask.shape)} does not broadcast to "
-            f"{_symbols(len(target))} = {fmt_shape(target)}"
+            f"{_symbols(len(target))} = {fmt_shape(target)}{hint}"
         )
     if device is not None and mask.device != device:
         raise ValueError(f"{name} must be on device {device}, got {mask.device}")
     return mask
+
+
+def _check_mask_rank(mask: torch.Tensor, target: tuple[int, ...], name: str) -> None:
+    """Refuse masks whose axes broadcasting would have to guess.
+
+    Broadcasting aligns shapes from the right, so a mask with fewer dims than
+    the scores is read as their LAST dims: a 3-D ``(B, T, S)`` mask against
+    ``(B, H, T, S)`` scores is taken as ``(H, T, S)``, and when ``B == H`` no
+    error would ever say so. So between ``(T, S)`` (shared by every sequence
+    and head; ``(S,)`` too) and the full rank of the scores nothing is accepted.
+    """
+    rank, full = mask.dim(), len(target)
+    if rank <= 2 or rank >= full:
+        return
+    hint = ""
+    if rank == 3 and full == 4:
+        hint = (
+            ": a per-sequence (B, T, S) mask is mask[:, None] = (B, 1, T, S), "
+            "a per-head (H, T, S) mask is mask[None] = (1, H, T, S)"
+        )
+    raise ValueError(
+        f"{name} of shape {fmt_shape(mask.shape)} is ambiguous: give it 2 dims "
+        f"(T, S) or all {full} dims of {_symbols(full)} = {fmt_shape(target)}, "
+        f"with 1 on each axis it is shared along{hint}"
+    )
+
+
+def check_key_mask(
+    key_mask: object, batch: int, keys: int, *, device: torch.device | None = None
+) -> torch.Tensor:
+    """Check a per-sequence key mask ``(B, S)``: True = key may be attended.
+
+    It is the same bool convention as every other mask here: True marks a
+    real key (Hugging Face's ``attention_mask`` as bools), the opposite of
+    :class:`torch.nn.MultiheadAttention`'s ``key_padding_mask``.
+
+    Example:
+        >>> check_key_mask(torch.ones(2, 4, dtype=torch.bool), 2, 5)
+        Traceback (most recent call last):
+            ...
+        ValueError: key_mask must have shape (B, S) = (2, 5), got (2, 4)
+    """
+    name = "key_mask"
+    check_tensor(key_mask, name)
+    if key_mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must have dtype torch.bool (True = may attend), got "
+            f"{key_mask.dtype}; nn.MultiheadAttention's key_padding_mask is "
+            "True = blocked: use flip_mask_convention"
+        )
+    if tuple(key_mask.shape) != (batch, keys):
+        hint = ""
+        if key_mask.dim() == 4:
+            hint = "; a (B, 1, 1, S) mask from padding_mask goes to mask instead"
+        raise ValueError(
+            f"{name} must have shape (B, S) = {fmt_shape((batch, keys))}, "
+            f"got {fmt_shape(key_mask.shape)}{hint}"
+        )
+    if device is not None and key_mask.device != device:
+        raise ValueError(f"{name} must be on device {device}, got {key_mask.device}")
+    return key_mask
 
 
 def check_probability(p: object, name: str) -> float:

@@ -9,7 +9,9 @@ Legend: B batch, H heads, Hkv key/value heads (``num_kv_heads``, H by default),
 T query length, S key length, D head dim, E = H·D (``embed_dim``); keys and
 values enter with ``kdim`` and ``vdim`` features.
 
-Masks are bool, True = may attend, broadcastable to ``(B, H, T, S)``.
+Masks are bool, True = may attend: ``mask`` is ``(T, S)`` or 4-D, broadcastable
+to ``(B, H, T, S)``; ``key_mask`` is ``(B, S)``, one row of allowed keys per
+sequence. A 3-D mask is refused: ``(B, T, S)`` and ``(H, T, S)`` look alike.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from torch import nn
 
 from mha_book._checks import (
+    check_key_mask,
     check_mask,
     check_positive_int,
     check_probability,
@@ -32,6 +35,16 @@ from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 
 __all__ = ["MultiHeadAttention"]
+
+
+def _with_key_mask(
+    mask: torch.Tensor | None, key_mask: torch.Tensor | None
+) -> torch.Tensor | None:
+    """Fold a per-sequence key mask ``(B, S)`` into ``mask``; both True = may attend."""
+    if key_mask is None:
+        return mask
+    key_mask = key_mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S): every head, query
+    return key_mask if mask is None else mask & key_mask  # (B, H|1, T|1, S)
 
 
 def _check_need_weights(need_weights: object) -> None:
@@ -144,6 +157,8 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
+        *,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -151,8 +166,13 @@ class MultiHeadAttention(nn.Module):
             query: Queries.
             key: Keys.
             value: Values.
-            mask: Optional bool mask, True = may attend, broadcastable to
-                ``(B, H, T, S)`` (also when ``batch_first=False``).
+            mask: Optional bool mask, True = may attend: ``(T, S)``, shared by
+                every sequence and head, or 4-D, broadcastable to ``(B, H, T, S)``
+                (also when ``batch_first=False``). 3-D masks are refused.
+            key_mask: Optional bool ``(B, S)``, True at the keys each sequence
+                may attend (its real tokens); combined with ``mask``. Note that
+                ``nn.MultiheadAttention``'s ``key_padding_mask`` is the opposite,
+                True = blocked.
             need_weights: If True, run the explicit kernel and return the
                 per-head weights; if False, run PyTorch's fused kernel and
                 return ``None`` for the weights.
@@ -167,7 +187,8 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output, weights)``; fully masked query rows give zeros.
         """
-        self._check_inputs(query, key, value, mask, need_weights)
+        self._check_inputs(query, key, value, mask, key_mask, need_weights)
+        mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             query = query.transpose(0, 1)  # (B, T, E)
             key = key.transpose(0, 1)  # (B, S, kdim)
@@ -213,7 +234,7 @@ class MultiHeadAttention(nn.Module):
         return output, weights
 
     def _check_inputs(
-        self, query, key, value, mask, need_weights
+        self, query, key, value, mask, key_mask, need_weights
     ) -> tuple[int, int, int]:
         """Validate the inputs in either layout; return ``(B, T, S)``."""
         b, t = (0, 1) if self.batch_first else (1, 0)  # positions of B and of T / S
@@ -248,7 +269,14 @@ class MultiHeadAttention(nn.Module):
                     f"(B from query, S from key), got {fmt_shape(x.shape)}"
                 )
         if mask is not None:
-            check_mask(mask, (B, self.num_heads, T, S), device=query.device)
+            check_mask(
+                mask,
+                (B, self.num_heads, T, S),
+                device=query.device,
+                key_mask_arg=True,
+            )
+        if key_mask is not None:
+            check_key_mask(key_mask, B, S, device=query.device)
         _check_need_weights(need_weights)
         return B, T, S
 
@@ -260,6 +288,8 @@ class MultiHeadAttention(nn.Module):
         kv_cache: KVCache,
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
+        *,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Causal self-attention for new tokens, reusing earlier calls' keys and values.
 
@@ -275,8 +305,11 @@ class MultiHeadAttention(nn.Module):
             x: The new tokens (self-attention: queries, keys and values).
             kv_cache: The layer's cache; updated in place.
             mask: Optional extra bool mask, True = may attend, combined with
-                the causal mask; broadcastable to ``(B, H, T, past + T)``.
+                the causal mask: ``(T, past + T)`` or 4-D, broadcastable to
+                ``(B, H, T, past + T)``.
             need_weights: As in :meth:`forward`.
+            key_mask: Optional bool ``(B, past + T)``, True at the keys (cached
+                and new) each sequence may attend, as in :meth:`forward`.
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
@@ -302,7 +335,8 @@ class MultiHeadAttention(nn.Module):
             >>> out.shape, w.shape, cache.keys.shape
             (torch.Size([2, 1, 64]), torch.Size([2, 8, 1, 5]), torch.Size([2, 2, 5, 8]))
         """
-        past = self._check_step_inputs(x, kv_cache, mask, need_weights)
+        past = self._check_step_inputs(x, kv_cache, mask, key_mask, need_weights)
+        mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             x = x.transpose(0, 1)  # (B, T, E)
         dropout_p = self.dropout if self.training else 0.0
@@ -334,7 +368,7 @@ class MultiHeadAttention(nn.Module):
             output = output.transpose(0, 1)  # (T, B, E)
         return output, weights
 
-    def _check_step_inputs(self, x, kv_cache, mask, need_weights) -> int:
+    def _check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights) -> int:
         """Validate the inputs of :meth:`forward_step`; return the cached length."""
         if not isinstance(kv_cache, KVCache):
             raise TypeError(
@@ -367,7 +401,14 @@ class MultiHeadAttention(nn.Module):
                 f"got {B}"
             )
         if mask is not None:
-            check_mask(mask, (B, self.num_heads, T, past + T), device=x.device)
+            check_mask(
+                mask,
+                (B, self.num_heads, T, past + T),
+                device=x.device,
+                key_mask_arg=True,
+            )
+        if key_mask is not None:
+            check_key_mask(key_mask, B, past + T, device=x.device)
         return past
 
     # --- conversion to and from torch.nn.MultiheadAttention ---

@@ -212,12 +212,15 @@ def test_helpers_either_work_or_name_the_bad_argument(name, x, n):
     B=dims,
     T=dims,
     S=dims,
-    mask=st.sampled_from(["none", "causal", "padding", "wrong-rank", "float"]),
+    mask=st.sampled_from(
+        ["none", "causal", "padding", "wrong-rank", "rank-3", "float"]
+    ),
+    key_mask=st.sampled_from(["none", "real", "4-D", "one-key-short", "float"]),
     need_weights=st.sampled_from([True, False, None, 1]),
     bend=st.sampled_from(["none", "query-width", "key-dtype", "value-length"]),
 )
 def test_the_module_either_works_or_names_the_bad_argument(
-    B, T, S, mask, need_weights, bend
+    B, T, S, mask, key_mask, need_weights, bend
 ):
     E, H = 8, 2
     mha = MultiHeadAttention(E, H).eval()
@@ -233,11 +236,19 @@ def test_the_module_either_works_or_names_the_bad_argument(
         "causal": causal_mask(T, S),
         "padding": padding_mask([S] * B, S) if B else None,
         "wrong-rank": torch.ones(T, dtype=torch.bool),
+        "rank-3": torch.ones(B, T, S, dtype=torch.bool),
         "float": torch.ones(T, S),
     }[mask]
-    names = ("query", "key", "value", "mask", "need_weights")
+    km = {
+        "none": None,
+        "real": torch.rand(B, S) < 0.7,
+        "4-D": torch.ones(B, 1, 1, S, dtype=torch.bool),
+        "one-key-short": torch.ones(B, max(S - 1, 0), dtype=torch.bool),
+        "float": torch.ones(B, S),
+    }[key_mask]
+    names = ("query", "key", "value", "mask", "key_mask", "need_weights")
     try:
-        out, _ = mha(query, key, value, m, need_weights=need_weights)
+        out, _ = mha(query, key, value, m, need_weights=need_weights, key_mask=km)
     except (ValueError, TypeError) as err:
         assert any(a in str(err) for a in names), f"{type(err).__name__}: {err}"
         return
