@@ -31,6 +31,7 @@ __all__ = [
     "check_key_mask",
     "check_probability",
     "check_positive_int",
+    "check_token_ids",
 ]
 
 
@@ -171,10 +172,16 @@ def _check_mask_rank(mask: torch.Tensor, target: tuple[int, ...], name: str) -> 
 
 
 def check_key_mask(
-    key_mask: object, batch: int, keys: int, *, device: torch.device | None = None
+    key_mask: object,
+    batch: int,
+    keys: int,
+    *,
+    device: torch.device | None = None,
+    source: str = "",
 ) -> torch.Tensor:
     """Check a per-sequence key mask ``(B, S)``: True = key may be attended.
 
+    ``source`` says where B and S come from, e.g. ``"B from query, S from key"``.
     It is the same bool convention as every other mask here: True marks a
     real key (Hugging Face's ``attention_mask`` as bools), the opposite of
     :class:`torch.nn.MultiheadAttention`'s ``key_padding_mask``.
@@ -197,8 +204,9 @@ def check_key_mask(
         hint = ""
         if key_mask.dim() == 4:
             hint = "; a (B, 1, 1, S) mask from padding_mask goes to mask instead"
+        where = f" ({source})" if source else ""
         raise ValueError(
-            f"{name} must have shape (B, S) = {fmt_shape((batch, keys))}, "
+            f"{name} must have shape (B, S) = {fmt_shape((batch, keys))}{where}, "
             f"got {fmt_shape(key_mask.shape)}{hint}"
         )
     if device is not None and key_mask.device != device:
@@ -220,6 +228,22 @@ def check_probability(p: object, name: str) -> float:
     if not 0.0 <= float(p) < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {p}")
     return float(p)
+
+
+def check_token_ids(ids: object, name: str, rank: int, symbols: str) -> torch.Tensor:
+    """Raise unless ``ids`` is an integer tensor of the given rank; return it.
+
+    Example:
+        >>> check_token_ids(torch.zeros(2, 3), "idx", 2, "(B, T)")
+        Traceback (most recent call last):
+            ...
+        TypeError: idx must hold integer token ids, got dtype torch.float32
+    """
+    check_tensor(ids, name)
+    check_rank(ids, name, rank, symbols)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    return ids
 
 
 def check_positive_int(n: object, name: str) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import sys
 import tempfile
@@ -24,7 +25,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
+from mha_book._checks import (
+    check_positive_int,
+    check_rank,
+    check_tensor,
+    check_token_ids,
+    fmt_shape,
+)
 from mha_book.decoder import CausalDecoder
 
 __all__ = [
@@ -79,18 +86,30 @@ class CharTokenizer:
         """Number of distinct characters V."""
         return len(self.chars)
 
-    def encode(self, text: str) -> torch.Tensor:
-        """Ids of the characters of ``text``, shape ``(N,)``, dtype long."""
+    def encode(self, text: str, *, name: str = "text") -> torch.Tensor:
+        """Ids of the characters of ``text``, shape ``(N,)``, dtype long.
+
+        ``name`` is the argument named in errors (a caller's own name for it).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
         unknown = sorted(set(text) - self._id.keys())
         if unknown:
             raise ValueError(
-                f"text has characters outside the vocabulary: {unknown[:10]!r}"
+                f"{name} has characters outside the vocabulary: {unknown[:10]!r}"
             )
         return torch.tensor([self._id[c] for c in text], dtype=torch.long)
 
     def decode(self, ids: torch.Tensor | Sequence[int]) -> str:
-        """The text of a sequence of ids."""
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        """The text of a sequence of ids: a 1-D integer tensor or a sequence of ints."""
+        if isinstance(ids, torch.Tensor):
+            ids = check_token_ids(ids, "ids", 1, "(N,)").tolist()
+        elif isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+            raise TypeError(
+                f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}"
+            )
+        if any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in ids):
+            raise TypeError(f"ids must be ints, got {ids[:5]!r}")
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
         if bad:  # chars[-1] would silently give the last character
             raise ValueError(
@@ -113,11 +132,19 @@ def split_ids(
         >>> train.shape, val.shape
         (torch.Size([90]), torch.Size([10]))
     """
-    check_tensor(ids, "ids")
-    check_rank(ids, "ids", 1, "(N,)")
+    check_token_ids(ids, "ids", 1, "(N,)")
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, numbers.Real):
+        raise TypeError(
+            f"val_fraction must be a float in (0, 1), got {type(val_fraction).__name__}"
+        )
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
     n_train = int(round(len(ids) * (1.0 - val_fraction)))
+    if not 0 < n_train < len(ids):
+        raise ValueError(
+            f"val_fraction = {val_fraction} of ids with {len(ids)} tokens leaves "
+            "the training or the validation part empty"
+        )
     return ids[:n_train], ids[n_train:]
 
 
@@ -141,10 +168,9 @@ def get_batch(
         >>> x.shape, bool((y == x + 1).all())
         (torch.Size([4, 8]), True)
     """
-    check_tensor(ids, "ids")
-    check_rank(ids, "ids", 1, "(N,)")
-    check_positive_int(batch_size, "batch_size")
-    check_positive_int(block_size, "block_size")
+    check_token_ids(ids, "ids", 1, "(N,)")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    block_size = check_positive_int(block_size, "block_size")
     if len(ids) < block_size + 1:
         raise ValueError(
             f"ids must hold at least block_size + 1 = {block_size + 1} tokens, "
@@ -163,8 +189,19 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
     Shape:
         - logits: ``(B, T, V)``
-        - targets: ``(B, T)``
+        - targets: ``(B, T)``, each in ``[0, V)``
     """
+    check_tensor(logits, "logits")
+    check_rank(logits, "logits", 3, "(B, T, V)")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be a float tensor, got dtype {logits.dtype}")
+    check_token_ids(targets, "targets", 2, "(B, T)")
+    V = logits.shape[-1]
+    if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= V):
+        raise ValueError(
+            f"targets must hold token ids in [0, V) = [0, {V}), "
+            f"got ids from {int(targets.min())} to {int(targets.max())}"
+        )
     if logits.shape[:2] != targets.shape:
         raise ValueError(
             f"targets must have shape (B, T) = {fmt_shape(logits.shape[:2])}, "
@@ -215,8 +252,9 @@ def evaluate(
     Returns:
         The loss in nats per token, averaged over every predicted token.
     """
-    check_positive_int(block_size, "block_size")
-    check_positive_int(batch_size, "batch_size")
+    check_token_ids(ids, "ids", 1, "(N,)")
+    block_size = check_positive_int(block_size, "block_size")
+    batch_size = check_positive_int(batch_size, "batch_size")
     n = (len(ids) - 1) // block_size
     if max_windows is not None:
         n = min(n, max_windows)
@@ -432,7 +470,8 @@ def sample(
         >>> len(sample(model, tok, "ab", 5))
         7
     """
-    idx = tokenizer.encode(prompt)[None]  # (1, T)
+    idx = tokenizer.encode(prompt, name="prompt")[None]  # (1, T)
+    num_chars = check_positive_int(num_chars, "num_chars")
     generator = torch.Generator().manual_seed(seed)
     out = model.generate(idx, num_chars, temperature=temperature, generator=generator)
     return tokenizer.decode(out[0])
@@ -515,8 +554,15 @@ def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
         raise ValueError(
             f"{path} is not a {CHECKPOINT_FORMAT} checkpoint (found {found!r})"
         )
+    missing = [key for key in ("config", "state_dict", "chars") if key not in data]
+    if missing:  # e.g. a flipped byte in a key's name
+        raise ValueError(f"{path} is damaged: it has no {', '.join(missing)}")
     config, state, chars = data["config"], data["state_dict"], data["chars"]
-    if checkpoint_digest(config, state, chars) != data.get("digest"):
+    try:
+        intact = checkpoint_digest(config, state, chars) == data.get("digest")
+    except (AttributeError, TypeError, ValueError, RuntimeError):  # a value of
+        intact = False  # the wrong kind cannot be hashed: damaged as well
+    if not intact:
         raise ValueError(f"{path} is damaged: its contents do not match their digest")
     vocab = config.get("vocab_size")
     if vocab != len(chars):

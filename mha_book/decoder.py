@@ -28,6 +28,7 @@ from mha_book._checks import (
     check_probability,
     check_rank,
     check_tensor,
+    check_token_ids,
     fmt_shape,
 )
 from mha_book.masks import causal_mask
@@ -289,10 +290,7 @@ class CausalDecoder(nn.Module):
             TypeError: If ``idx`` is not an integer tensor.
             ValueError: If ``idx`` is not ``(B, T)`` or T exceeds ``max_len``.
         """
-        check_tensor(idx, "idx")
-        check_rank(idx, "idx", 2, "(B, T)")
-        if idx.is_floating_point() or idx.dtype == torch.bool:
-            raise TypeError(f"idx must hold integer token ids, got dtype {idx.dtype}")
+        check_token_ids(idx, "idx", 2, "(B, T)")
         V = self.tok_emb.num_embeddings
         if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
             raise ValueError(
@@ -353,7 +351,13 @@ class CausalDecoder(nn.Module):
             >>> model.generate(torch.zeros(2, 3, dtype=torch.long), 10).shape
             torch.Size([2, 13])
         """
-        check_positive_int(max_new_tokens, "max_new_tokens")
+        check_token_ids(idx, "idx", 2, "(B, T)")
+        if idx.shape[1] == 0:  # the first step needs a last token to continue
+            raise ValueError(
+                f"idx must hold at least one token per sequence (the prompt), "
+                f"got shape {fmt_shape(idx.shape)}"
+            )
+        max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
         if (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))

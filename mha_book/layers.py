@@ -294,6 +294,13 @@ class DecoderLayer(nn.Module):
                 name="self_mask",
             )
             causal = causal & self_mask  # (B, H, T, T) or a broadcastable shape
+        if memory_mask is not None:  # checked here so that errors name it
+            check_mask(
+                memory_mask,
+                (B, self.cross_attn.num_heads, T, memory.shape[1]),
+                device=x.device,
+                name="memory_mask",
+            )
         if self.norm_first:
             h = self.norm1(x)
             attn, self_weights = self.self_attn(

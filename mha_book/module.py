@@ -276,7 +276,9 @@ class MultiHeadAttention(nn.Module):
                 key_mask_arg=True,
             )
         if key_mask is not None:
-            check_key_mask(key_mask, B, S, device=query.device)
+            check_key_mask(
+                key_mask, B, S, device=query.device, source="B from query, S from key"
+            )
         _check_need_weights(need_weights)
         return B, T, S
 
@@ -408,7 +410,13 @@ class MultiHeadAttention(nn.Module):
                 key_mask_arg=True,
             )
         if key_mask is not None:
-            check_key_mask(key_mask, B, past + T, device=x.device)
+            check_key_mask(
+                key_mask,
+                B,
+                past + T,
+                device=x.device,
+                source="B from x, S = cached + new keys",
+            )
         return past
 
     # --- conversion to and from torch.nn.MultiheadAttention ---

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from mha_book._checks import check_positive_int
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
@@ -249,6 +251,13 @@ def plot_attention(
             f"got {weights.dim()} dims with shape {tuple(weights.shape)}"
         )
     num_heads, T, S = weights.shape
+    if weights.numel() == 0:
+        raise ValueError(
+            f"weights must hold at least one map, query and key, "
+            f"got shape {tuple(weights.shape)}"
+        )
+    if weights.is_floating_point() and not weights.isfinite().all():
+        raise ValueError("weights must be finite: NaN or inf would draw as blank cells")
     if k_tokens is None and q_tokens is not None and T == S:
         k_tokens = q_tokens
     _check_labels("q_tokens", q_tokens, T)
@@ -262,8 +271,7 @@ def plot_attention(
     panel_width = max(2.5, cell_size * S + 1.2)  # inches, labels included
     if ncols is None:
         ncols = max(1, int((PHONE_WIDTH_IN - 0.8) // panel_width))
-    if ncols < 1:
-        raise ValueError(f"ncols must be >= 1, got {ncols}")
+    ncols = check_positive_int(ncols, "ncols")
 
     ncols = min(ncols, num_heads)
     nrows = -(-num_heads // ncols)

@@ -126,13 +126,15 @@ def test_the_kernels_name_the_4d_form_of_a_batch_by_key_mask():
         (
             torch.ones(2, 1, 1, 5, dtype=torch.bool),
             ValueError,
-            r"key_mask must have shape \(B, S\) = \(2, 5\), got \(2, 1, 1, 5\); "
+            r"key_mask must have shape \(B, S\) = \(2, 5\) \(B from query, S from key\), "
+            r"got \(2, 1, 1, 5\); "
             r"a \(B, 1, 1, S\) mask from padding_mask goes to mask instead",
         ),
         (
             torch.ones(5, 2, dtype=torch.bool),
             ValueError,
-            r"key_mask must have shape \(B, S\) = \(2, 5\), got \(5, 2\)$",
+            r"key_mask must have shape \(B, S\) = \(2, 5\) \(B from query, S from key\), "
+            r"got \(5, 2\)$",
         ),
         ([[True] * 5] * 2, TypeError, r"key_mask must be a torch.Tensor, got list"),
     ],
@@ -148,7 +150,9 @@ def test_forward_step_key_mask_must_cover_cached_and_new_keys():
     cache = KVCache()
     mha.forward_step(x[:, :2], cache)
     with pytest.raises(
-        ValueError, match=r"key_mask must have shape \(B, S\) = \(2, 3\), got \(2, 1\)"
+        ValueError,
+        match=r"key_mask must have shape \(B, S\) = \(2, 3\) "
+        r"\(B from x, S = cached \+ new keys\), got \(2, 1\)",
     ):
         mha.forward_step(x[:, 2:], cache, key_mask=torch.ones(2, 1, dtype=torch.bool))
 
