@@ -209,3 +209,22 @@ def test_a_corrupt_cache_heals_with_a_warning(scratch, kind):
     assert "WARNING (healed):" in again.stdout
     assert executed(scratch), "the page whose cache entry was broken did not run again"
     assert "42" in (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
+
+
+def test_kernels_talk_over_unix_sockets_in_a_folder_removed_after_the_build(scratch):
+    # Unix sockets named after the kernel cannot race for a TCP port with the
+    # other edition's kernels; the folder holding them goes with the build.
+    probe = (
+        "from ipykernel.kernelapp import IPKernelApp\n"
+        "app = IPKernelApp.instance()\n"
+        "print('transport:', app.transport, '|', app.ip)"
+    )
+    result = build(scratch, cell(probe), langs=("zh", "en"))
+    assert result.returncode == 0, result.stdout
+    for lang in ("zh", "en"):
+        page = (scratch / f"_build/html/{lang}/index.html").read_text(encoding="utf-8")
+        line = page[page.rindex("transport: ") :].split("<", 1)[0]  # the output
+        transport, sockets = line.strip().removeprefix("transport: ").split(" | ")
+        assert transport == "ipc", line
+        assert f"/mha-{lang}-" in sockets  # the edition's own runtime folder
+        assert not Path(sockets).parent.exists(), "runtime folder left behind"

@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -129,15 +130,21 @@ def run_builds(
     limit = timeout or float(
         os.environ.get(EDITION_TIMEOUT_ENV, DEFAULT_EDITION_TIMEOUT)
     )
-    procs = {}
+    procs, runtimes = {}, {}
     for lang in langs:
         cmd = sphinx_command(
             lang, docs / lang, build / "html" / lang, build / "doctrees" / lang
         )
+        env = build_env(lang, build)
+        # The kernels' connection files and Unix sockets (book_build.py chooses
+        # the transport) go to a short folder of the edition's own, removed
+        # afterwards even when a kernel was killed before it could clean up.
+        runtimes[lang] = Path(tempfile.mkdtemp(prefix=f"mha-{lang}-"))
+        env["JUPYTER_RUNTIME_DIR"] = str(runtimes[lang])
         procs[lang] = subprocess.Popen(
             cmd,
             cwd=ROOT,
-            env=build_env(lang, build),
+            env=env,
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -174,6 +181,8 @@ def run_builds(
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        for runtime in runtimes.values():
+            shutil.rmtree(runtime, ignore_errors=True)
     for t in threads:
         t.join(timeout=5)
     failed = 0

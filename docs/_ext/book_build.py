@@ -8,6 +8,7 @@
   query in the browser (greedy longest match against the index), so
   多头注意力 typed without spaces finds the pages that contain it.
 * ``offline_mathjax_dir``: the MathJax 3 files served from the site itself.
+* kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
 * the execution report: after each build, ``_build/exec/<lang>.json`` lists
   every page's last execution (runtime, method) and whether this build read it.
 """
@@ -313,7 +314,49 @@ def lit_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     return [nodes.inline(rawtext, text, classes=["lit"])], []
 
 
+# --- kernel transport -------------------------------------------------------
+# jupyter_client gives a TCP kernel five ports by binding port 0, reading the
+# number and releasing it; the kernel binds it a moment later. The other
+# edition starts kernels at the same time, and a port it takes in between
+# leaves a kernel that never answers its heartbeat (a build once waited on
+# one forever). Unix sockets (jupyter_client's transport "ipc") are files, and
+# a file named after a fresh id cannot collide. myst-nb builds the kernel
+# manager without any configuration, so the transport is set on it here, in
+# nbclient's public create_kernel_manager. The socket path must be absolute:
+# jupyter_client's default, "kernel-ipc", is relative, and the kernel runs in
+# the page's folder while the client stays in the build's. A socket path must
+# stay under ~100 bytes; with a longer runtime folder, or with
+# MHA_BOOK_KERNEL_TRANSPORT=tcp, kernels keep TCP.
+MAX_SOCKET_DIR = 50  # + "/kernel-<36-char id>-ipc-<n>" stays under 104 bytes
+
+
+def use_ipc_kernels() -> bool:
+    """Make myst-nb's kernels use Unix sockets where that is safe; say whether it did."""
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+    from nbclient import NotebookClient
+
+    runtime = jupyter_runtime_dir()
+    if os.name != "posix" or os.environ.get("MHA_BOOK_KERNEL_TRANSPORT") == "tcp":
+        return False
+    if len(runtime) > MAX_SOCKET_DIR or hasattr(NotebookClient, "_mha_book_ipc"):
+        return False
+    create = NotebookClient.create_kernel_manager
+
+    def create_kernel_manager(self):
+        km = create(self)
+        km.transport = "ipc"
+        km.ip = os.path.join(runtime, f"kernel-{uuid.uuid4()}-ipc")  # absolute
+        return km
+
+    NotebookClient.create_kernel_manager = create_kernel_manager
+    NotebookClient._mha_book_ipc = True
+    return True
+
+
 def setup(app):
+    use_ipc_kernels()
     try:
         import jieba
 
