@@ -415,14 +415,14 @@ def run_case(api: Api, arg: str, variant: str, value: object) -> Outcome:
     return Outcome(api.name, arg, variant, "result")
 
 
-def run_all() -> list[Outcome]:
+def run_all(flips: int = 64) -> list[Outcome]:
     outcomes = []
     for api in catalogue():
         for arg, value in api.baseline().items():
             for variant, bad in _variants(value, api, arg):
                 outcomes.append(run_case(api, arg, variant, bad))
     with tempfile.TemporaryDirectory(prefix="mha_book_faults_") as folder:
-        outcomes.extend(_checkpoint_faults(Path(folder)))
+        outcomes.extend(_checkpoint_faults(Path(folder), flips))
     return outcomes
 
 
@@ -439,7 +439,8 @@ def _checkpoint_faults(folder: Path, flips: int = 64) -> list[Outcome]:
         "empty": b"",
         "not a checkpoint": b"hello",
     }
-    for pos in range(0, len(data), max(1, len(data) // flips)):
+    step = max(1, len(data) // flips) if flips else 1  # 0: every byte
+    for pos in range(0, len(data), step):
         flipped = data[:pos] + bytes([data[pos] ^ 1]) + data[pos + 1 :]
         damage[f"byte {pos} flipped"] = flipped
     saved = charlm.load_checkpoint(good)[0].state_dict()
@@ -466,8 +467,14 @@ def _checkpoint_faults(folder: Path, flips: int = 64) -> list[Outcome]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="list every outcome")
+    parser.add_argument(
+        "--flips",
+        type=int,
+        default=64,
+        help="checkpoint bytes to flip, spread evenly (0: every byte, ~20 s)",
+    )
     args = parser.parse_args(argv)
-    outcomes = run_all()
+    outcomes = run_all(args.flips)
     counts = Counter(o.kind for o in outcomes)
     apis = len({o.api for o in outcomes})
     print(f"{len(outcomes)} inputs to {apis} public entry points")
