@@ -106,7 +106,8 @@ class CharTokenizer:
             ids = check_token_ids(ids, "ids", 1, "(N,)").tolist()
         elif isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
             raise TypeError(
-                f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}"
+                "ids must be a 1-D tensor or a sequence of ints, "
+                f"got {type(ids).__name__}"
             )
         if any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in ids):
             raise TypeError(f"ids must be ints, got {ids[:5]!r}")

@@ -114,7 +114,8 @@ def test_bad_arguments_exit_with_usage():
 def test_quick_run_prints_the_new_sections(capsys):
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
-    assert "kernels: reference vs tiled" in out and "tiled/reference mem" in out
+    assert "kernels: explicit, fused, flash (mha_book.kernels)" in out
+    assert "flash/explicit mem" in out
     assert "n/a (memory at T = 8192 not measured)" in out
     assert "decoding: 2 self-attention layers" in out and "cache tok/s" in out
     assert out.count("KV cache faster than no cache") == 3
@@ -125,10 +126,10 @@ def test_quick_run_prints_the_new_sections(capsys):
 
 
 def test_kernel_table_and_memory_target():
-    times = [{"T": 8192, "reference": 0.5, "tiled": 0.6, "fused": 0.3}]
+    times = [{"T": 8192, "explicit": 0.5, "flash": 0.6, "fused": 0.3}]
     memory = [
         {"kernel": k, "T": 8192, "extra_bytes": mib * 2**20, "seconds": 0.1}
-        for k, mib in (("reference", 256.0), ("tiled", 6.0), ("fused", 2.0))
+        for k, mib in (("explicit", 256.0), ("flash", 6.0), ("fused", 2.0))
     ]
     text = format_kernels(times, memory)
     assert "2.3%" in text and text.splitlines()[-1].endswith("PASS")
@@ -171,19 +172,17 @@ def test_decode_table_verdicts():
 
 def test_measure_peak_memory_in_a_subprocess():
     rows = measure_peak_memory(
-        [512, 1024], kernels=("reference", "tiled"), block_size=64
+        [512, 1024], kernels=("explicit", "flash"), block_size=64
     )
     mib = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in rows}
     assert set(mib) == {
-        ("reference", 512),
-        ("reference", 1024),
-        ("tiled", 512),
-        ("tiled", 1024),
+        ("explicit", 512),
+        ("explicit", 1024),
+        ("flash", 512),
+        ("flash", 1024),
     }
-    assert (
-        mib["reference", 1024] >= 1024 * 1024 * 4 / 2**20
-    )  # its (T, S) float32 scores
-    assert mib["tiled", 1024] < mib["reference", 1024]
+    assert mib["explicit", 1024] >= 1024 * 1024 * 4 / 2**20  # its (T, S) float32 scores
+    assert mib["flash", 1024] < mib["explicit", 1024]
     assert all(r["seconds"] > 0 for r in rows)
     with pytest.raises(ValueError, match=r"kernel must be one of"):
         measure_peak_memory([8], kernels=("mystery",))
@@ -206,4 +205,5 @@ def test_decode_speed_outputs_agree_and_cache_shrinks():
 def test_kernel_times_rows():
     rows = kernel_times([16, 32], 1, B=1, H=2, D=8, block_size=8)
     assert [r["T"] for r in rows] == [16, 32]
-    assert all(r[k] > 0 for r in rows for k in ("reference", "tiled", "fused"))
+    assert all(r[k] > 0 for r in rows for k in ("explicit", "flash", "fused"))
+    assert list(rows[0]) == ["T", "explicit", "fused", "flash"]  # the registry's order
