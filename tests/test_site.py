@@ -30,6 +30,17 @@ def search_index(site: Path, lang: str) -> dict:
     return json.loads(text[text.index("(") + 1 : text.rindex(")")])
 
 
+def test_the_site_holds_the_landing_page_the_two_editions_and_the_report(site):
+    # Nothing else: no executed notebooks (myst-nb's jupyter_execute), no caches.
+    assert sorted(p.name for p in site.iterdir()) == [
+        ".nojekyll",
+        "build-report.html",
+        "en",
+        "index.html",
+        "zh",
+    ]
+
+
 def test_both_trees_have_the_same_pages(site):
     zh = [p.relative_to(site / "zh") for p in pages(site, "zh")]
     en = [p.relative_to(site / "en") for p in pages(site, "en")]

@@ -503,10 +503,6 @@ def build_book(args, docs: Path, build: Path) -> int:
         code = run_builds(docs, build, args.langs, timeout=args.timeout)
     except KeyboardInterrupt:
         return 130
-    # myst-nb writes the executed notebooks beside the editions, inside the
-    # published folder; they are build by-products (with machine paths in
-    # their tracebacks), not pages.
-    shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
     if code == 0 and (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
         (out / ".nojekyll").touch()

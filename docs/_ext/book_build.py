@@ -355,8 +355,22 @@ def use_ipc_kernels() -> bool:
     return True
 
 
+# --- executed notebooks outside the site ----------------------------------------
+def _own_output_folder(app):
+    """Give each edition its own folder for myst-nb's executed notebooks.
+
+    myst-nb writes them (and their image outputs) to ``jupyter_execute`` beside
+    the output directory: ``_build/html/jupyter_execute``, one folder for both
+    editions building at once, inside the published site. Runs after myst-nb's
+    own ``builder-inited`` handler, which sets that folder.
+    """
+    folder = BUILD / "jupyter_execute" / app.config.language
+    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+
+
 def setup(app):
     use_ipc_kernels()
+    app.connect("builder-inited", _own_output_folder, priority=900)
     try:
         import jieba
 
