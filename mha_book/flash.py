@@ -26,6 +26,12 @@ each tile of weights from them, as FlashAttention does.
 Masks are bool, True = may attend, broadcastable to ``(..., T, S)``; they are
 sliced tile by tile. Fully masked rows give zeros (``l == 0``), with zero
 gradients, never NaN.
+
+With float16 or bfloat16 inputs every tile is computed in float32, and the
+running max, running sum, output accumulator and gradient accumulators are
+float32, as in FlashAttention; only the returned output and gradients are
+rounded to the input dtype. Summing hundreds of tiles in half precision would
+lose digits at every step.
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ from mha_book.attention import _check_qkv
 __all__ = ["flash_attention", "online_softmax_update"]
 
 NEG_INF = float("-inf")
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the statistics and accumulators are kept in: float32 for halves."""
+    return torch.float32 if dtype in HALF else dtype
 
 
 def online_softmax_update(
@@ -117,26 +129,25 @@ def _scores_tile(qi, kj, mask, rows, cols):
 
 
 def _forward(q, k, v, mask, scale, bq, bk):
-    """Tiled forward pass: output (..., T, Dv) and log-sum-exp (..., T)."""
+    """Tiled forward pass: output (..., T, Dv) and float32-or-wider log-sum-exp."""
     T, S, Dv = q.shape[-2], k.shape[-2], v.shape[-1]
-    out = q.new_empty(*q.shape[:-1], Dv)  # (..., T, Dv)
-    lse = q.new_empty(q.shape[:-1])  # (..., T)
+    acc_dtype = _acc_dtype(q.dtype)
+    out = q.new_empty(*q.shape[:-1], Dv)  # (..., T, Dv), the input dtype
+    lse = q.new_empty(q.shape[:-1], dtype=acc_dtype)  # (..., T)
     for rows in _blocks(T, bq):
-        qi = q[..., rows[0] : rows[1], :] * scale  # (..., bq, D)
+        qi = q[..., rows[0] : rows[1], :].to(acc_dtype) * scale  # (..., bq, D)
         m = qi.new_full(qi.shape[:-1], NEG_INF)  # (..., bq)
         l = qi.new_zeros(qi.shape[:-1])  # (..., bq)
         acc = qi.new_zeros(*qi.shape[:-1], Dv)  # (..., bq, Dv)
         for cols in _blocks(S, bk):
-            s = _scores_tile(
-                qi, k[..., cols[0] : cols[1], :], mask, rows, cols
-            )  # (..., bq, bk)
-            m, l, acc = online_softmax_update(
-                m, l, acc, s, v[..., cols[0] : cols[1], :]
-            )
+            kj = k[..., cols[0] : cols[1], :].to(acc_dtype)  # (..., bk, D)
+            vj = v[..., cols[0] : cols[1], :].to(acc_dtype)  # (..., bk, Dv)
+            s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
+            m, l, acc = online_softmax_update(m, l, acc, s, vj)
         empty = l == 0  # (..., bq): fully masked rows
         out[..., rows[0] : rows[1], :] = (
             acc / l.masked_fill(empty, 1.0)[..., None]
-        )  # (..., bq, Dv)
+        ).to(out.dtype)  # (..., bq, Dv), rounded once at the end
         lse[..., rows[0] : rows[1]] = (m + torch.log(l)).masked_fill(
             empty, 0.0
         )  # (..., bq)
@@ -145,15 +156,18 @@ def _forward(q, k, v, mask, scale, bq, bk):
 
 def _backward(q, k, v, mask, scale, out, lse, dout, bq, bk):
     """Tiled backward pass: recompute each tile of weights from the log-sum-exp."""
-    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-    delta = (dout * out).sum(dim=-1)  # (..., T): row-wise <dO, O>
+    acc_dtype = lse.dtype  # float32 for half inputs: so are the accumulators
+    dq, dk, dv = (torch.zeros_like(x, dtype=acc_dtype) for x in (q, k, v))
+    dout = dout.to(acc_dtype)
+    delta = (dout * out.to(acc_dtype)).sum(dim=-1)  # (..., T): row-wise <dO, O>
     for rows in _blocks(q.shape[-2], bq):
         r = slice(*rows)
-        qi = q[..., r, :] * scale  # (..., bq, D)
+        qi = q[..., r, :].to(acc_dtype) * scale  # (..., bq, D)
         do_i = dout[..., r, :]  # (..., bq, Dv)
         for cols in _blocks(k.shape[-2], bk):
             c = slice(*cols)
-            kj, vj = k[..., c, :], v[..., c, :]  # (..., bk, D), (..., bk, Dv)
+            kj = k[..., c, :].to(acc_dtype)  # (..., bk, D)
+            vj = v[..., c, :].to(acc_dtype)  # (..., bk, Dv)
             s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
             p = torch.exp(
                 s - lse[..., r, None]
@@ -165,7 +179,7 @@ def _backward(q, k, v, mask, scale, out, lse, dout, bq, bk):
             dk[..., c, :] += (
                 ds.transpose(-2, -1) @ qi
             )  # (..., bk, D), qi carries the scale
-    return dq, dk, dv
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
 class _FlashAttention(torch.autograd.Function):

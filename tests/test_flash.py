@@ -11,6 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mha_book.attention import scaled_dot_product_attention
 from mha_book.flash import flash_attention, online_softmax_update
 from mha_book.masks import causal_mask, padding_mask
+from mha_book.heads import repeat_kv
 
 F64 = torch.float64
 
@@ -325,3 +326,62 @@ def test_input_errors(args, kwargs, exc, match):
     args = [d if a is None else a for a, d in zip(args, qkv())]
     with pytest.raises(exc, match=match):
         flash_attention(*args, **kwargs)
+
+
+# --- half precision: float32 statistics and accumulators, as in FlashAttention ---
+
+HALF_SHAPES = [(7, 1), (1, 9), (33, 17), (17, 45), (65, 37)]  # (T, S): T != S
+EPS32 = torch.finfo(torch.float32).eps
+
+
+def _attend_all(kernel, q, k, v, mask, n_rep, grad):
+    """Output and (dq, dk, dv) of one kernel, keys/values shared by n_rep heads."""
+    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+    qq, kk, vv = leaves[0], repeat_kv(leaves[1], n_rep), repeat_kv(leaves[2], n_rep)
+    out = kernel(qq, kk, vv, mask)
+    dq, dk, dv = torch.autograd.grad(out, leaves, grad.to(out.dtype))
+    return out, dq, dk, dv
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1], ids=["MHA", "GQA", "MQA"])
+@pytest.mark.parametrize("T, S", HALF_SHAPES)
+def test_half_precision_is_as_accurate_as_plain_attention(
+    dtype, causal, num_kv_heads, T, S
+):
+    # flash-attention's own rule: against a float64 reference, the tiled
+    # kernel's error is at most 2x (output) and 3x (gradients) that of plain
+    # attention computed in the same half dtype.
+    torch.manual_seed(T * 100 + S)
+    B, H, D = 2, 4, 16
+    q = torch.randn(B, H, T, D).to(dtype)
+    k = torch.randn(B, num_kv_heads, S, D).to(dtype)
+    v = torch.randn(B, num_kv_heads, S, D).to(dtype)
+    grad = torch.randn(B, H, T, D)
+    mask = causal_mask(T, S) if causal else None
+    n_rep = H // num_kv_heads
+
+    def plain(q, k, v, mask):
+        return scaled_dot_product_attention(q, k, v, mask)[0]
+
+    def tiled(q, k, v, mask):
+        return flash_attention(q, k, v, mask, block_size=8)  # several tiles
+
+    ref = _attend_all(
+        plain, q.double(), k.double(), v.double(), mask, n_rep, grad.double()
+    )
+    half = _attend_all(plain, q, k, v, mask, n_rep, grad)
+    ours = _attend_all(tiled, q, k, v, mask, n_rep, grad)
+    assert all(x.dtype == dtype for x in ours)
+    delta_max = (grad.double() * ref[0]).sum(-1).abs().max().item()  # <dO, O>
+    qk_max = max(q.abs().max().item(), k.abs().max().item()) / math.sqrt(D)
+    for i, (name, factor) in enumerate([("out", 2), ("dq", 3), ("dk", 3), ("dv", 3)]):
+        err = (ours[i].double() - ref[i]).abs().max().item()
+        err_plain = (half[i].double() - ref[i]).abs().max().item()
+        # rounding slack of the reference itself, as flash-attention adds
+        slack = 2 * (ref[i] + 0.3 - 0.3 - ref[i]).abs().max().item()
+        if i:  # a gradient that is 0 in exact arithmetic (one key: softmax
+            # has no gradient) comes out as float32 rounding of <dO, O> - dP
+            slack += 4 * EPS32 * delta_max * (1.0 if name == "dv" else qk_max)
+        assert err <= factor * err_plain + slack, (name, err, err_plain, slack)
