@@ -32,6 +32,7 @@ from mha_book._checks import (
     check_token_ids,
     fmt_shape,
 )
+from mha_book.artifacts import cached
 from mha_book.decoder import CausalDecoder
 
 __all__ = [
@@ -284,12 +285,15 @@ class TrainHistory:
     """What :func:`train` measured: the loss of every step and the validation losses.
 
     ``seconds`` is the wall-clock time of the whole loop, validation included.
+    ``from_cache`` is True when :func:`train` loaded the run instead of doing
+    it; ``seconds`` is then the time of the run that was stored.
     """
 
     train_loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    from_cache: bool = False
 
     def summary(self, every: int | None = None) -> str:
         """A compact loss table, for printing once after training instead of a live log.
@@ -361,12 +365,19 @@ def train(
     eval_every: int | None = None,
     eval_windows: int = 32,
     progress: bool = True,
+    cache: bool = False,
 ) -> TrainHistory:
     """Train with AdamW on random windows; return the loss history.
 
     The batches come from a generator seeded with ``seed``, so with the same
     initial weights and the same number of threads two runs give identical
     losses.
+
+    With ``cache=True`` and the environment variable ``MHA_BOOK_ARTIFACTS``
+    naming a folder, a run identical to a stored one (same package, torch,
+    threads, configuration, initial weights, data and arguments) is not
+    repeated: its trained weights are loaded into ``model`` and its history
+    returned (:mod:`mha_book.artifacts`).
 
     Args:
         model: The model to train (in place; it is left in train mode).
@@ -385,6 +396,7 @@ def train(
             terminal. Code whose output is kept (the book's pages, tests,
             logs) passes ``progress=False`` and prints
             :meth:`TrainHistory.summary` once training is over.
+        cache: Reuse an identical stored run, see above.
 
     Returns:
         A :class:`TrainHistory`.
@@ -395,6 +407,54 @@ def train(
             f"block_size must be at most the model's max_len = {model.max_len}, "
             f"got {block_size}"
         )
+    args = dict(
+        steps=steps,
+        batch_size=batch_size,
+        block_size=block_size,
+        lr=lr,
+        weight_decay=weight_decay,
+        seed=seed,
+        eval_every=eval_every,
+        eval_windows=eval_windows,
+    )
+
+    def run() -> TrainHistory:
+        return _train_loop(model, train_ids, val_ids, progress=progress, **args)
+
+    if not cache:
+        return run()
+
+    def save(history: TrainHistory, path: Path) -> None:
+        record = {"state_dict": model.state_dict(), "history": history.__dict__}
+        torch.save(record, path)
+
+    def load(path: Path) -> TrainHistory:
+        record = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict(record["state_dict"])
+        model.train()
+        return TrainHistory(**{**record["history"], "from_cache": True})
+
+    key = (model.config, model.state_dict(), train_ids, val_ids, args)
+    history, _ = cached("train", key, run, save=save, load=load)
+    return history
+
+
+def _train_loop(
+    model,
+    train_ids,
+    val_ids,
+    *,
+    steps,
+    batch_size,
+    block_size,
+    lr,
+    weight_decay,
+    seed,
+    eval_every,
+    eval_windows,
+    progress,
+) -> TrainHistory:
+    """The optimisation loop of :func:`train`, arguments already checked."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=weight_decay

@@ -64,6 +64,9 @@ def build_env(lang: str, build: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["MHA_BOOK_LANG"] = lang
     env["MHA_BOOK_BUILD_DIR"] = str(build)
+    # Expensive deterministic results (chapter 10's training) are stored here,
+    # so the two editions and later builds compute each one once.
+    env["MHA_BOOK_ARTIFACTS"] = str(build / "artifacts")
     # Two builds run at once on two cores: one thread each for torch/BLAS.
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MKL_NUM_THREADS", "1")
@@ -351,8 +354,16 @@ CACHES_KEPT = 3
 
 
 def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
-    """Delete all but the ``keep`` most recently used caches of each language."""
+    """Delete all but the ``keep`` most recently used caches of each language,
+    and all but the ``keep`` newest stored results (mha_book.artifacts)."""
     removed = []
+    stored = sorted(
+        (build / "artifacts").glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    for old in stored[keep:]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".lock").unlink(missing_ok=True)
+        removed.append(old)
     for lang in langs:
         caches = sorted(
             (build / "jupyter_cache").glob(f"{lang}-*"),

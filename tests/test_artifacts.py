@@ -1,0 +1,75 @@
+"""The artifact cache serves a stored run only when nothing it depends on changed."""
+
+import pytest
+import torch
+
+import mha_book.artifacts as artifacts
+from mha_book.charlm import train
+from mha_book.decoder import CausalDecoder
+
+IDS = torch.randint(0, 11, (400,), generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv(artifacts.ARTIFACTS_ENV, str(tmp_path))
+    return tmp_path
+
+
+def run(seed=0, steps=6, cache=True):
+    torch.manual_seed(seed)
+    model = CausalDecoder(11, 8, 2, 1, 16)
+    history = train(
+        model,
+        IDS,
+        steps=steps,
+        batch_size=4,
+        block_size=8,
+        val_ids=IDS[:50],
+        progress=False,
+        cache=cache,
+    )
+    return model, history
+
+
+def test_an_identical_run_is_loaded_with_its_weights_and_history(store):
+    trained, first = run()
+    loaded, second = run()
+    assert not first.from_cache and second.from_cache
+    assert second.train_loss == first.train_loss
+    assert second.val_loss == first.val_loss and second.seconds == first.seconds
+    for name, w in trained.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], w), name
+    assert loaded.training  # left in train mode, as train() leaves it
+    assert len(list(store.glob("train-*.pt"))) == 1
+
+
+@pytest.mark.parametrize(
+    "change", ["an argument", "the initial weights", "the package"]
+)
+def test_any_change_recomputes(store, monkeypatch, change):
+    run()
+    if change == "the package":
+        monkeypatch.setattr(artifacts, "package_digest", lambda: "an edited package")
+    _, again = run(
+        seed=1 if change == "the initial weights" else 0,
+        steps=7 if change == "an argument" else 6,
+    )
+    assert not again.from_cache
+    assert len(list(store.glob("train-*.pt"))) == 2
+
+
+def test_without_the_folder_or_without_cache_nothing_is_stored(store, monkeypatch):
+    run(cache=False)
+    assert not list(store.glob("*.pt"))
+    monkeypatch.delenv(artifacts.ARTIFACTS_ENV)
+    assert not run()[1].from_cache and not run()[1].from_cache
+
+
+def test_a_damaged_artifact_is_recomputed(store):
+    _, first = run()
+    [path] = store.glob("train-*.pt")
+    path.write_bytes(b"not a checkpoint")
+    _, again = run()
+    assert not again.from_cache and again.train_loss == first.train_loss
+    assert run()[1].from_cache  # stored again
