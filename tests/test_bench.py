@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from mha_book.bench import (
     attention_flops,
@@ -207,3 +208,17 @@ def test_kernel_times_rows():
     assert [r["T"] for r in rows] == [16, 32]
     assert all(r[k] > 0 for r in rows for k in ("explicit", "flash", "fused"))
     assert list(rows[0]) == ["T", "explicit", "fused", "flash"]  # the registry's order
+
+
+@pytest.mark.parametrize("T, S", [(16, 16), (8, 24)])
+def test_the_flop_formula_is_what_torch_counts_on_the_explicit_path(T, S):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from mha_book.module import MultiHeadAttention
+
+    B, E, H = 2, 32, 4
+    mha = MultiHeadAttention(E, H).eval()
+    query, memory = torch.randn(B, T, E), torch.randn(B, S, E)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        mha(query, memory, memory, need_weights=True)  # the explicit kernel
+    assert counter.get_total_flops() == attention_flops(B, T, S, E)
