@@ -132,7 +132,7 @@ def cached(
         if path.exists():
             try:
                 return load(path), True
-            except Exception:  # noqa: BLE001: a damaged file is recomputed
+            except Exception:  # noqa: BLE001  (a damaged file is recomputed)
                 path.unlink()
         result = compute()
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")

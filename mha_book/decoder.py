@@ -26,15 +26,14 @@ from torch import nn
 from mha_book._checks import (
     check_positive_int,
     check_probability,
-    check_rank,
-    check_tensor,
     check_token_ids,
     fmt_shape,
 )
+from mha_book.blocks import feed_forward, residual
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["sinusoidal_positions", "DecoderBlock", "CausalDecoder"]
+__all__ = ["sinusoidal_positions", "DecoderOnlyBlock", "CausalDecoder"]
 
 POSITIONS = ("learned", "sinusoidal")
 
@@ -82,7 +81,7 @@ def sinusoidal_positions(
     return table.to(device=device, dtype=dtype)
 
 
-class DecoderBlock(nn.Module):
+class DecoderOnlyBlock(nn.Module):
     """One pre-norm decoder-only block: causal self-attention, then a GELU MLP.
 
     Args:
@@ -94,7 +93,7 @@ class DecoderBlock(nn.Module):
         dtype: Dtype of the parameters.
 
     Example:
-        >>> block = DecoderBlock(32, 4, 128)
+        >>> block = DecoderOnlyBlock(32, 4, 128)
         >>> x = torch.randn(2, 6, 32)
         >>> y, w = block(x, causal_mask(6), need_weights=True)
         >>> y.shape, w.shape
@@ -146,21 +145,26 @@ class DecoderBlock(nn.Module):
         Returns:
             ``(output, weights)``.
         """
-        h = self.norm1(x)
-        attn, weights = self.self_attn(
-            h, h, h, mask, need_weights=need_weights
-        )  # (B, T, E)
-        x = x + self.dropout(attn)
-        h = self.linear2(nn.functional.gelu(self.linear1(self.norm2(x))))  # (B, T, E)
-        x = x + self.dropout(h)
-        return x, weights
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, mask, need_weights=need_weights)
+
+        def mlp(h):
+            return feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)
+
+        # pre-norm: LayerNorm before each sublayer, the residual path a plain sum
+        x, weights = residual(
+            x, self_attention, self.norm1, self.dropout, norm_first=True
+        )
+        x, _ = residual(x, mlp, self.norm2, self.dropout, norm_first=True)
+        return x, weights  # (B, T, E), (B, H, T, T) or None
 
 
 class CausalDecoder(nn.Module):
     """A decoder-only Transformer language model over a vocabulary of V tokens.
 
     Token embedding plus position (learned table or fixed sinusoids), L
-    :class:`DecoderBlock`, a final LayerNorm and a linear head that gives the
+    :class:`DecoderOnlyBlock`, a final LayerNorm and a linear head that gives the
     logits of the next token at every position. With ``tie_weights`` the head
     shares its ``(V, E)`` matrix with the token embedding.
 
@@ -253,7 +257,7 @@ class CausalDecoder(nn.Module):
             self.register_buffer("pos_table", table, persistent=False)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            DecoderBlock(embed_dim, num_heads, ff_dim, dropout=dropout, **factory)
+            DecoderOnlyBlock(embed_dim, num_heads, ff_dim, dropout=dropout, **factory)
             for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(embed_dim, **factory)

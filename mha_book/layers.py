@@ -31,6 +31,7 @@ from mha_book._checks import (
     check_tensor,
     fmt_shape,
 )
+from mha_book.blocks import feed_forward, residual
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
@@ -144,20 +145,20 @@ class EncoderLayer(nn.Module):
         """
         _check_sequence(x, "x", self.embed_dim, "T")
         check_same_dtype_device("the layer's parameters", self.linear1.weight, "x", x)
-        if self.norm_first:
-            h = self.norm1(x)
-            attn, weights = self.self_attn(h, h, h, mask)  # (B, T, E), (B, H, T, T)
-            x = x + self.dropout1(attn)
-            x = x + self.dropout2(self._ff_block(self.norm2(x)))
-        else:
-            attn, weights = self.self_attn(x, x, x, mask)  # (B, T, E), (B, H, T, T)
-            x = self.norm1(x + self.dropout1(attn))
-            x = self.norm2(x + self.dropout2(self._ff_block(x)))
+        pre = self.norm_first  # LayerNorm before each sublayer, or after each sum
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, mask)  # (B, T, E), (B, H, T, T)
+
+        x, weights = residual(
+            x, self_attention, self.norm1, self.dropout1, norm_first=pre
+        )
+        x, _ = residual(x, self._ff_block, self.norm2, self.dropout2, norm_first=pre)
         return x, weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
         """Position-wise feed-forward network, the same for every token."""
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, E)
+        return feed_forward(x, self.linear1, self.linear2, torch.relu, self.dropout)
 
 
 class DecoderLayer(nn.Module):
@@ -301,30 +302,23 @@ class DecoderLayer(nn.Module):
                 device=x.device,
                 name="memory_mask",
             )
-        if self.norm_first:
-            h = self.norm1(x)
-            attn, self_weights = self.self_attn(
-                h, h, h, causal
-            )  # (B, T, E), (B, H, T, T)
-            x = x + self.dropout1(attn)
-            h = self.norm2(x)
-            attn, cross_weights = self.cross_attn(
-                h, memory, memory, memory_mask
-            )  # (B, H, T, S)
-            x = x + self.dropout2(attn)
-            x = x + self.dropout3(self._ff_block(self.norm3(x)))
-        else:
-            attn, self_weights = self.self_attn(
-                x, x, x, causal
-            )  # (B, T, E), (B, H, T, T)
-            x = self.norm1(x + self.dropout1(attn))
-            attn, cross_weights = self.cross_attn(
-                x, memory, memory, memory_mask
-            )  # (B, H, T, S)
-            x = self.norm2(x + self.dropout2(attn))
-            x = self.norm3(x + self.dropout3(self._ff_block(x)))
+        pre = self.norm_first
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, causal)  # (B, T, E), (B, H, T, T)
+
+        def cross_attention(h):  # queries from the decoder, keys and values from memory
+            return self.cross_attn(h, memory, memory, memory_mask)  # (B, H, T, S)
+
+        x, self_weights = residual(
+            x, self_attention, self.norm1, self.dropout1, norm_first=pre
+        )
+        x, cross_weights = residual(
+            x, cross_attention, self.norm2, self.dropout2, norm_first=pre
+        )
+        x, _ = residual(x, self._ff_block, self.norm3, self.dropout3, norm_first=pre)
         return x, self_weights, cross_weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
         """Position-wise feed-forward network, the same for every token."""
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))  # (B, T, E)
+        return feed_forward(x, self.linear1, self.linear2, torch.relu, self.dropout)

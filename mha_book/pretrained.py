@@ -23,16 +23,17 @@ dim, E = H·D (``hidden_size``), L layers, V vocabulary size.
 
 from __future__ import annotations
 
-from importlib import resources
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from mha_book._checks import check_rank, check_tensor, fmt_shape
+from mha_book.blocks import feed_forward, residual
 from mha_book.module import MultiHeadAttention
 
 __all__ = [
@@ -168,16 +169,20 @@ class BertLayer(nn.Module):
             hook = attn_module.out_proj.register_forward_pre_hook(
                 lambda _module, args: (args[0] * scale,)
             )  # merged context (B, T, E)
-        try:
-            attn, weights = attn_module(x, x, x, mask)  # (B, T, E), (B, H, T, T)
+
+        def self_attention(h):
+            return attn_module(h, h, h, mask)  # (B, T, E), (B, H, T, T)
+
+        def ff(h):  # exact (erf) GELU, as BERT
+            return feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)
+
+        try:  # post-norm: LayerNorm after each residual sum; no dropout (inference)
+            x, weights = residual(x, self_attention, self.norm1, norm_first=False)
         finally:
             if hook is not None:
                 hook.remove()
-        x = self.norm1(x + attn)  # (B, T, E)
-        h = self.linear2(
-            nn.functional.gelu(self.linear1(x))
-        )  # (B, T, E), exact (erf) GELU
-        return self.norm2(x + h), weights
+        x, _ = residual(x, ff, self.norm2, norm_first=False)
+        return x, weights
 
 
 class BertEncoder(nn.Module):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from mha_book.decoder import CausalDecoder, DecoderBlock, sinusoidal_positions
+from mha_book.decoder import CausalDecoder, DecoderOnlyBlock, sinusoidal_positions
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
@@ -101,7 +101,7 @@ def test_every_parameter_gets_a_gradient():
 
 def test_gradcheck_block():
     torch.manual_seed(1)
-    block = DecoderBlock(8, 2, 16, dtype=F64).eval()
+    block = DecoderOnlyBlock(8, 2, 16, dtype=F64).eval()
     x = torch.randn(1, 4, 8, dtype=F64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: block(t, causal_mask(4))[0], (x,))
 

@@ -402,7 +402,7 @@ def run_case(api: Api, arg: str, variant: str, value: object) -> Outcome:
         named = _names_argument(str(err), names)
         kind = "named error" if named else "unnamed error"
         return Outcome(api.name, arg, variant, kind, f"FileNotFoundError: {err}")
-    except Exception as err:  # noqa: BLE001: sorting every outcome is the point
+    except Exception as err:  # noqa: BLE001  (sorting every outcome is the point)
         return Outcome(api.name, arg, variant, "other exception", repr(err)[:200])
     finally:
         import matplotlib.pyplot as plt

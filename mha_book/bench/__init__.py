@@ -21,8 +21,9 @@ Four implementations share the same weights (through
 Each measurement is a :class:`torch.utils.benchmark.Timer` run
 (``blocked_autorange``, :func:`time_call`). Within each repeat the four are
 timed one after the other, in a shuffled order (seeded, see
-:func:`repeat_orders`); each time is the median over repeats. Each ratio is the median of the per-repeat ratios (:func:`paired_ratio`, quartiles
-in brackets after the verdicts): the two sides of a ratio ran milliseconds
+:func:`repeat_orders`); each time is the median over repeats. Each ratio is
+the median of the per-repeat ratios (:func:`paired_ratio`, quartiles in
+brackets after the verdicts): the two sides of a ratio ran milliseconds
 apart, so a slow patch of a shared machine moves both. FLOPs
 count the four projections (``2·B·T·E·E`` each for T = S) and the two
 attention products (``2·B·H·T·S·D`` each); the achieved rate is compared
