@@ -1,6 +1,6 @@
 """An on-disk cache for expensive deterministic results, such as a trained model.
 
-Used by :func:`mha_book.charlm.train` (``cache=True``) in chapter
+Used by :func:`mha_book.training.train` (``cache=True``) in chapter
 10-decoder-char-lm: both editions of the book train the same model with the
 same seed, so the first to get there trains and the other loads the result.
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mha_book.artifacts as artifacts
-from mha_book.charlm import train
+from mha_book.training import train
 from mha_book.decoder import CausalDecoder
 
 IDS = torch.randint(0, 11, (400,), generator=torch.Generator().manual_seed(0))

@@ -5,21 +5,18 @@ import math
 import pytest
 import torch
 
-from mha_book import charlm, corpus
+from mha_book import checkpoint, corpus
 from mha_book.charlm import (
     CharTokenizer,
-    TrainHistory,
     evaluate,
     get_batch,
-    load_checkpoint,
     lm_loss,
-    sample,
-    save_checkpoint,
     split_ids,
-    train,
     unigram_loss,
 )
+from mha_book.checkpoint import load_checkpoint, save_checkpoint
 from mha_book.decoder import CausalDecoder
+from mha_book.training import TrainHistory, sample, train
 
 TEXT = "to be, or not to be: that is the question.\n" * 40
 
@@ -266,7 +263,7 @@ def _rewrite(path, change, redigest=False):
     data = torch.load(path, weights_only=True)
     change(data)
     if redigest:
-        data["digest"] = charlm.checkpoint_digest(
+        data["digest"] = checkpoint.checkpoint_digest(
             data["config"], data["state_dict"], data["chars"]
         )
     torch.save(data, path)

@@ -20,7 +20,12 @@ def test_only_the_deploy_job_may_write():
 
 
 def test_every_action_is_pinned_by_commit_sha():
-    uses = [s["uses"] for job in workflow()["jobs"].values() for s in job["steps"] if "uses" in s]
+    uses = [
+        s["uses"]
+        for job in workflow()["jobs"].values()
+        for s in job["steps"]
+        if "uses" in s
+    ]
     assert len(uses) == 4
     assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
 

@@ -230,7 +230,14 @@ def machine_paths_in(site: Path) -> list[str]:
     needles = {root, sys.prefix, str(Path.home()) + "/"}
     found = []
     for path in site.rglob("*"):
-        if path.is_file() and path.suffix in {".html", ".txt", ".js", ".ipynb", ".json", ".md"}:
+        if path.is_file() and path.suffix in {
+            ".html",
+            ".txt",
+            ".js",
+            ".ipynb",
+            ".json",
+            ".md",
+        }:
             text = path.read_text(encoding="utf-8", errors="replace")
             found += [f"{path.relative_to(site)}: {n}" for n in needles if n in text]
     return found
@@ -247,6 +254,7 @@ def test_the_path_check_sees_an_absolute_path(site, tmp_path):
     copy = tmp_path / "html"
     (copy / "en").mkdir(parents=True)
     (copy / "en" / "page.html").write_text(
-        f"File {Path(__file__).resolve().parents[1]}/mha_book/module.py:105", encoding="utf-8"
+        f"File {Path(__file__).resolve().parents[1]}/mha_book/module.py:105",
+        encoding="utf-8",
     )
     assert len(machine_paths_in(copy)) == 1

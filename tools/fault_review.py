@@ -34,7 +34,7 @@ import numpy
 import torch
 
 import mha_book
-from mha_book import charlm
+from mha_book import charlm, checkpoint, training
 from mha_book.kv_cache import KVCache
 
 DEFECTS = (
@@ -162,7 +162,7 @@ def _decoder() -> mha_book.CausalDecoder:
 def _checkpoint_path(folder: Path) -> Path:
     """A valid checkpoint in ``folder``."""
     tokenizer = mha_book.CharTokenizer.from_text("abcdefghijk")
-    return charlm.save_checkpoint(folder / "model.pt", _decoder(), tokenizer)
+    return checkpoint.save_checkpoint(folder / "model.pt", _decoder(), tokenizer)
 
 
 def catalogue() -> list[Api]:
@@ -357,7 +357,7 @@ def catalogue() -> list[Api]:
         ),
         Api(
             "sample",
-            lambda **kw: charlm.sample(decoder, tokenizer, **kw),
+            lambda **kw: training.sample(decoder, tokenizer, **kw),
             lambda: {"prompt": "ab", "num_chars": 3, "temperature": 0.8},
         ),
         Api(
@@ -443,20 +443,20 @@ def _checkpoint_faults(folder: Path, flips: int = 64) -> list[Outcome]:
     for pos in range(0, len(data), step):
         flipped = data[:pos] + bytes([data[pos] ^ 1]) + data[pos + 1 :]
         damage[f"byte {pos} flipped"] = flipped
-    saved = charlm.load_checkpoint(good)[0].state_dict()
+    saved = checkpoint.load_checkpoint(good)[0].state_dict()
     outcomes = []
     for variant, content in damage.items():
         path = good.with_name(f"{variant.replace(' ', '-')}.pt")
         path.write_bytes(content)
-        api = Api("load_checkpoint", charlm.load_checkpoint, lambda: {})
+        api = Api("load_checkpoint", checkpoint.load_checkpoint, lambda: {})
         api.names = {"path": (path.name,)}
         outcome = run_case(api, "path", variant, path)
         if outcome.kind == "result":
-            loaded = charlm.load_checkpoint(path)[0].state_dict()
+            loaded = checkpoint.load_checkpoint(path)[0].state_dict()
             if not all(torch.equal(loaded[k], w) for k, w in saved.items()):
                 outcome.kind = "silently changed weights"
         outcomes.append(outcome)
-    missing = Api("load_checkpoint", charlm.load_checkpoint, lambda: {})
+    missing = Api("load_checkpoint", checkpoint.load_checkpoint, lambda: {})
     missing.names = {"path": ("missing.pt",)}
     outcomes.append(
         run_case(missing, "path", "missing file", good.with_name("missing.pt"))
