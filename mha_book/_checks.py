@@ -141,9 +141,13 @@ def check_mask(
             f"{name} of shape {fmt_shape(mask.shape)} does not broadcast to "
             f"{_symbols(len(target))} = {fmt_shape(target)}{hint}"
         )
-    if device is not None and mask.device != device:
-        raise ValueError(f"{name} must be on device {device}, got {mask.device}")
+    _check_device(mask, device, name)
     return mask
+
+
+def _check_device(x: torch.Tensor, device: torch.device | None, name: str) -> None:
+    if device is not None and x.device != device:
+        raise ValueError(f"{name} must be on device {device}, got {x.device}")
 
 
 def _check_mask_rank(mask: torch.Tensor, target: tuple[int, ...], name: str) -> None:
@@ -209,8 +213,7 @@ def check_key_mask(
             f"{name} must have shape (B, S) = {fmt_shape((batch, keys))}{where}, "
             f"got {fmt_shape(key_mask.shape)}{hint}"
         )
-    if device is not None and key_mask.device != device:
-        raise ValueError(f"{name} must be on device {device}, got {key_mask.device}")
+    _check_device(key_mask, device, name)
     return key_mask
 
 

@@ -19,6 +19,21 @@ from mha_book.module import MultiHeadAttention
 __all__ = ["from_torch", "to_torch"]
 
 
+def _constructor_args(src, bias: bool) -> tuple[tuple, dict]:
+    """The arguments both classes take, read off either: they share the names."""
+    ref = src.out_proj.weight
+    kwargs = {
+        "dropout": src.dropout,
+        "bias": bias,
+        "kdim": src.kdim,
+        "vdim": src.vdim,
+        "batch_first": src.batch_first,
+        "device": ref.device,
+        "dtype": ref.dtype,
+    }
+    return (src.embed_dim, src.num_heads), kwargs
+
+
 def from_torch(module: nn.MultiheadAttention) -> MultiHeadAttention:
     """Copy an ``nn.MultiheadAttention``'s weights exactly.
 
@@ -56,18 +71,8 @@ def from_torch(module: nn.MultiheadAttention) -> MultiHeadAttention:
         raise ValueError(
             "module must have biases on both in_proj and out_proj, or on neither"
         )
-    ref = module.out_proj.weight
-    ours = MultiHeadAttention(
-        module.embed_dim,
-        module.num_heads,
-        dropout=module.dropout,
-        bias=bias,
-        kdim=module.kdim,
-        vdim=module.vdim,
-        batch_first=module.batch_first,
-        device=ref.device,
-        dtype=ref.dtype,
-    )
+    args, kwargs = _constructor_args(module, bias)
+    ours = MultiHeadAttention(*args, **kwargs)
     if module._qkv_same_embed_dim:
         weights = module.in_proj_weight.chunk(3)  # 3 x (E, E)
     else:
@@ -105,19 +110,9 @@ def to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
             f"key/value heads), got num_heads = {mha.num_heads} and "
             f"num_kv_heads = {mha.num_kv_heads}"
         )
-    ref = mha.out_proj.weight
     bias = mha.out_proj.bias is not None
-    theirs = nn.MultiheadAttention(
-        mha.embed_dim,
-        mha.num_heads,
-        dropout=mha.dropout,
-        bias=bias,
-        kdim=mha.kdim,
-        vdim=mha.vdim,
-        batch_first=mha.batch_first,
-        device=ref.device,
-        dtype=ref.dtype,
-    )
+    args, kwargs = _constructor_args(mha, bias)
+    theirs = nn.MultiheadAttention(*args, **kwargs)
     projs = (mha.q_proj, mha.k_proj, mha.v_proj)
     with torch.no_grad():
         if theirs._qkv_same_embed_dim:
