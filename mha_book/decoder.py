@@ -160,6 +160,25 @@ class DecoderOnlyBlock(nn.Module):
         return x, weights  # (B, T, E), (B, H, T, T) or None
 
 
+def _checked_config(**config) -> dict:
+    """:class:`CausalDecoder`'s arguments, checked, with ``ff_dim`` filled in."""
+    for name in ("vocab_size", "embed_dim", "num_heads", "num_layers", "max_len"):
+        check_positive_int(config[name], name)
+    if config["ff_dim"] is None:
+        config["ff_dim"] = 4 * config["embed_dim"]
+    config["ff_dim"] = check_positive_int(config["ff_dim"], "ff_dim")
+    config["dropout"] = check_probability(config["dropout"], "dropout")
+    if config["positions"] not in POSITIONS:
+        raise ValueError(
+            f"positions must be one of {POSITIONS}, got {config['positions']!r}"
+        )
+    if not isinstance(config["tie_weights"], bool):
+        raise TypeError(
+            f"tie_weights must be a bool, got {type(config['tie_weights']).__name__}"
+        )
+    return config
+
+
 class CausalDecoder(nn.Module):
     """A decoder-only Transformer language model over a vocabulary of V tokens.
 
@@ -212,35 +231,18 @@ class CausalDecoder(nn.Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("vocab_size", vocab_size),
-            ("embed_dim", embed_dim),
-            ("num_heads", num_heads),
-            ("num_layers", num_layers),
-            ("max_len", max_len),
-        ):
-            check_positive_int(value, name)
-        ff_dim = (
-            4 * embed_dim if ff_dim is None else check_positive_int(ff_dim, "ff_dim")
+        self.config = _checked_config(
+            vocab_size=vocab_size,
+            embed_dim=embed_dim,
+            num_heads=num_heads,
+            num_layers=num_layers,
+            max_len=max_len,
+            ff_dim=ff_dim,
+            dropout=dropout,
+            positions=positions,
+            tie_weights=tie_weights,
         )
-        dropout = check_probability(dropout, "dropout")
-        if positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
-        if not isinstance(tie_weights, bool):
-            raise TypeError(
-                f"tie_weights must be a bool, got {type(tie_weights).__name__}"
-            )
-        self.config = {
-            "vocab_size": vocab_size,
-            "embed_dim": embed_dim,
-            "num_heads": num_heads,
-            "num_layers": num_layers,
-            "max_len": max_len,
-            "ff_dim": ff_dim,
-            "dropout": dropout,
-            "positions": positions,
-            "tie_weights": tie_weights,
-        }
+        ff_dim, dropout = self.config["ff_dim"], self.config["dropout"]
         self.max_len = max_len
         factory = {"device": device, "dtype": dtype}
         self.tok_emb = nn.Embedding(vocab_size, embed_dim, **factory)

@@ -185,6 +185,24 @@ def train(
     return history
 
 
+def _progress_bar(steps: int):
+    """A plain-text tqdm bar on stdout (a book build fails on stderr output)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        raise ImportError(
+            "progress=True needs tqdm (pip install tqdm); or pass progress=False"
+        ) from None
+    return tqdm(
+        total=steps,
+        file=sys.stdout,
+        ascii=True,
+        mininterval=10.0,
+        ncols=80,
+        desc="train",
+    )
+
+
 def _train_loop(
     model,
     train_ids,
@@ -207,25 +225,7 @@ def _train_loop(
     )
     warmup = max(1, steps // 20)
     history = TrainHistory()
-    bar = None
-    if progress:
-        try:
-            from tqdm import (
-                tqdm,
-            )  # plain text bar, on stdout: a book build fails on stderr
-        except ImportError:
-            raise ImportError(
-                "progress=True needs tqdm (pip install tqdm); or pass progress=False"
-            ) from None
-
-        bar = tqdm(
-            total=steps,
-            file=sys.stdout,
-            ascii=True,
-            mininterval=10.0,
-            ncols=80,
-            desc="train",
-        )
+    bar = _progress_bar(steps) if progress else None
     model.train()
     start = time.perf_counter()
     for step in range(steps):

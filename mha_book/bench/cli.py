@@ -15,8 +15,7 @@ from mha_book.bench.timing import matmul_gflops
 __all__ = ["main"]
 
 
-def main(argv=None) -> int:
-    """Command-line entry point; prints the table and returns 0."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m mha_book.bench",
         description="CPU benchmark: mha_book against torch.nn.MultiheadAttention",
@@ -49,6 +48,12 @@ def main(argv=None) -> int:
         default=[1024, 4096, 8192],
         help="sequence lengths of the kernels section (default: 1024 4096 8192)",
     )
+    return parser
+
+
+def main(argv=None) -> int:
+    """Command-line entry point; prints the tables and returns 0."""
+    parser = _parser()
     args = parser.parse_args(argv)
     if (
         args.repeats < 1
@@ -61,6 +66,13 @@ def main(argv=None) -> int:
         )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    _run_module_table(args)
+    _run_kernels_and_decoding(args)
+    return 0
+
+
+def _run_module_table(args) -> None:
+    """The four implementations against each other, and the matmul rate."""
     if args.quick:
         sizes, lengths, repeats, n, min_s = (
             {"B": 2, "E": 32, "H": 4},
@@ -86,6 +98,10 @@ def main(argv=None) -> int:
     results = run(lengths, repeats, min_seconds=min_s, **sizes)
     print(format_table(results, matmul_gflops(n, repeats=max(3, repeats))))
 
+
+def _run_kernels_and_decoding(args) -> None:
+    """The kernels section (time, memory) and the decoding section."""
+    repeats = 3 if args.quick else args.repeats
     if args.quick:  # tiny sizes; no memory subprocess (its import alone takes seconds)
         kernel_sizes, kernel_lengths, memory = (
             {"B": 1, "H": 2, "D": 16, "block_size": 16},
@@ -129,4 +145,3 @@ def main(argv=None) -> int:
     print()
     sizes = {k: decode[k] for k in ("E", "H", "layers", "prompt", "new_tokens")}
     print(format_decode(decode_speed(**decode), **sizes))
-    return 0
