@@ -10,7 +10,12 @@ D head dim, E = H * D embedding dim.
 from mha_book.attention import fused_attention, scaled_dot_product_attention
 from mha_book.book import book_language
 from mha_book.charlm import CharTokenizer
-from mha_book.decoder import CausalDecoder, DecoderOnlyBlock, sinusoidal_positions
+from mha_book.decoder import (
+    CausalDecoder,
+    DecoderConfig,
+    DecoderOnlyBlock,
+    sinusoidal_positions,
+)
 from mha_book.flash import flash_attention, online_softmax_update
 from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
@@ -27,6 +32,7 @@ __all__ = [
     "BertEncoder",
     "CausalDecoder",
     "CharTokenizer",
+    "DecoderConfig",
     "DecoderOnlyBlock",
     "sinusoidal_positions",
     "KVCache",

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -59,7 +60,7 @@ def save_checkpoint(
     checkpoint. A digest of the contents is stored with them.
     """
     path = Path(path)
-    config, state, chars = dict(model.config), model.state_dict(), tokenizer.chars
+    config, state, chars = asdict(model.config), model.state_dict(), tokenizer.chars
     payload = {
         "format": CHECKPOINT_FORMAT,
         "config": config,

@@ -19,6 +19,7 @@ Masks are bool, True = may attend.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -33,7 +34,7 @@ from mha_book.blocks import feed_forward, residual
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["sinusoidal_positions", "DecoderOnlyBlock", "CausalDecoder"]
+__all__ = ["sinusoidal_positions", "DecoderOnlyBlock", "DecoderConfig", "CausalDecoder"]
 
 POSITIONS = ("learned", "sinusoidal")
 
@@ -160,23 +161,44 @@ class DecoderOnlyBlock(nn.Module):
         return x, weights  # (B, T, E), (B, H, T, T) or None
 
 
-def _checked_config(**config) -> dict:
-    """:class:`CausalDecoder`'s arguments, checked, with ``ff_dim`` filled in."""
-    for name in ("vocab_size", "embed_dim", "num_heads", "num_layers", "max_len"):
-        check_positive_int(config[name], name)
-    if config["ff_dim"] is None:
-        config["ff_dim"] = 4 * config["embed_dim"]
-    config["ff_dim"] = check_positive_int(config["ff_dim"], "ff_dim")
-    config["dropout"] = check_probability(config["dropout"], "dropout")
-    if config["positions"] not in POSITIONS:
-        raise ValueError(
-            f"positions must be one of {POSITIONS}, got {config['positions']!r}"
-        )
-    if not isinstance(config["tie_weights"], bool):
-        raise TypeError(
-            f"tie_weights must be a bool, got {type(config['tie_weights']).__name__}"
-        )
-    return config
+@dataclass(frozen=True)
+class DecoderConfig:
+    """The hyper-parameters of a :class:`CausalDecoder`, checked when made.
+
+    ``ff_dim=None`` becomes ``4 * embed_dim``. A checkpoint stores
+    ``dataclasses.asdict(config)``; ``CausalDecoder(**that)`` rebuilds the model.
+
+    Example:
+        >>> DecoderConfig(vocab_size=65, embed_dim=48, num_heads=4, num_layers=3,
+        ...               max_len=64).ff_dim
+        192
+    """
+
+    vocab_size: int
+    embed_dim: int
+    num_heads: int
+    num_layers: int
+    max_len: int
+    ff_dim: int | None = None
+    dropout: float = 0.0
+    positions: str = "learned"
+    tie_weights: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "embed_dim", "num_heads", "num_layers", "max_len"):
+            check_positive_int(getattr(self, name), name)
+        ff_dim = 4 * self.embed_dim if self.ff_dim is None else self.ff_dim
+        # frozen: fill in the checked values through object.__setattr__
+        object.__setattr__(self, "ff_dim", check_positive_int(ff_dim, "ff_dim"))
+        object.__setattr__(self, "dropout", check_probability(self.dropout, "dropout"))
+        if self.positions not in POSITIONS:
+            raise ValueError(
+                f"positions must be one of {POSITIONS}, got {self.positions!r}"
+            )
+        if not isinstance(self.tie_weights, bool):
+            raise TypeError(
+                f"tie_weights must be a bool, got {type(self.tie_weights).__name__}"
+            )
 
 
 class CausalDecoder(nn.Module):
@@ -202,8 +224,8 @@ class CausalDecoder(nn.Module):
         dtype: Dtype of the parameters.
 
     Attributes:
-        config: The constructor arguments (without device and dtype), enough to
-            rebuild the model for a checkpoint.
+        config: The constructor arguments (without device and dtype) as a
+            :class:`DecoderConfig`, enough to rebuild the model for a checkpoint.
 
     Example:
         >>> model = CausalDecoder(
@@ -231,7 +253,7 @@ class CausalDecoder(nn.Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        self.config = _checked_config(
+        self.config = DecoderConfig(
             vocab_size=vocab_size,
             embed_dim=embed_dim,
             num_heads=num_heads,
@@ -242,7 +264,7 @@ class CausalDecoder(nn.Module):
             positions=positions,
             tie_weights=tie_weights,
         )
-        ff_dim, dropout = self.config["ff_dim"], self.config["dropout"]
+        ff_dim, dropout = self.config.ff_dim, self.config.dropout
         self.max_len = max_len
         factory = {"device": device, "dtype": dtype}
         self.tok_emb = nn.Embedding(vocab_size, embed_dim, **factory)

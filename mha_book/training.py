@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -180,7 +180,7 @@ def train(
         model.train()
         return TrainHistory(**{**record["history"], "from_cache": True})
 
-    key = (model.config, model.state_dict(), train_ids, val_ids, args)
+    key = (asdict(model.config), model.state_dict(), train_ids, val_ids, args)
     history, _ = cached("train", key, run, save=save, load=load)
     return history
 
