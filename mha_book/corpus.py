@@ -15,9 +15,9 @@ deterministic, so every build trains on exactly the same characters.
 from __future__ import annotations
 
 import configparser
-from importlib import resources
 import re
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 
 __all__ = [

@@ -17,7 +17,6 @@ with ``&`` (both must allow) and broadcast against the scores ``(B, H, T, S)``:
 from __future__ import annotations
 
 import numbers
-
 from collections.abc import Sequence
 
 import torch

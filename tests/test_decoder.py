@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from mha_book.decoder import CausalDecoder, DecoderOnlyBlock, sinusoidal_positions
+from mha_book.decoder import CausalDecoder, DecoderOnlyBlock
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
+from mha_book.positions import sinusoidal_positions
 
 F64 = torch.float64
 
