@@ -42,13 +42,6 @@ __all__ = ["AttentionKernel", "ATTENTION_KERNELS", "get_kernel"]
 AttentionKernel = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
 
-def explicit_kernel(q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True):
-    """Scores, softmax and weighted sum written out: returns the weights."""
-    return scaled_dot_product_attention(
-        q, k, v, mask, dropout_p=dropout_p, scale=scale, validate=validate
-    )
-
-
 def fused_kernel(q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True):
     """PyTorch's fused kernel (``F.scaled_dot_product_attention``): no weights."""
     out = fused_attention(
@@ -76,7 +69,8 @@ def flash_kernel(
 
 #: Every attention kernel by name; the module and the benchmark look here.
 ATTENTION_KERNELS: dict[str, AttentionKernel] = {
-    "explicit": explicit_kernel,
+    # scores, softmax and weighted sum written out; already has the signature
+    "explicit": scaled_dot_product_attention,
     "fused": fused_kernel,
     "flash": flash_kernel,
 }

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy
 import torch
 
@@ -394,20 +395,16 @@ def run_case(api: Api, arg: str, variant: str, value: object) -> Outcome:
     names = (api.names or {}).get(arg, (arg,))
     try:
         result = api.call(**kwargs)
-    except (ValueError, TypeError) as err:
+    # FileNotFoundError is Python's own error for a missing file: named if it
+    # names the file
+    except (ValueError, TypeError, FileNotFoundError) as err:
         message = str(err)
         kind = "named error" if _names_argument(message, names) else "unnamed error"
         return Outcome(api.name, arg, variant, kind, f"{type(err).__name__}: {message}")
-    except FileNotFoundError as err:  # Python's own error for a missing file
-        named = _names_argument(str(err), names)
-        kind = "named error" if named else "unnamed error"
-        return Outcome(api.name, arg, variant, kind, f"FileNotFoundError: {err}")
     except Exception as err:  # noqa: BLE001  (sorting every outcome is the point)
         return Outcome(api.name, arg, variant, "other exception", repr(err)[:200])
     finally:
-        import matplotlib.pyplot as plt
-
-        plt.close("all")
+        plt.close("all")  # plot_attention's figures
     if _nan_in(result):
         finite = all(_finite(v) for v in kwargs.values())
         kind = "NaN from finite input" if finite else "NaN from non-finite input"
@@ -424,6 +421,12 @@ def run_all(flips: int = 64) -> list[Outcome]:
     with tempfile.TemporaryDirectory(prefix="mha_book_faults_") as folder:
         outcomes.extend(_checkpoint_faults(Path(folder), flips))
     return outcomes
+
+
+def _loader(file_name: str) -> Api:
+    """load_checkpoint as an entry point whose errors must name ``file_name``."""
+    names = {"path": (file_name,)}
+    return Api("load_checkpoint", checkpoint.load_checkpoint, lambda: {}, names)
 
 
 def _checkpoint_faults(folder: Path, flips: int = 64) -> list[Outcome]:
@@ -448,19 +451,14 @@ def _checkpoint_faults(folder: Path, flips: int = 64) -> list[Outcome]:
     for variant, content in damage.items():
         path = good.with_name(f"{variant.replace(' ', '-')}.pt")
         path.write_bytes(content)
-        api = Api("load_checkpoint", checkpoint.load_checkpoint, lambda: {})
-        api.names = {"path": (path.name,)}
-        outcome = run_case(api, "path", variant, path)
+        outcome = run_case(_loader(path.name), "path", variant, path)
         if outcome.kind == "result":
             loaded = checkpoint.load_checkpoint(path)[0].state_dict()
             if not all(torch.equal(loaded[k], w) for k, w in saved.items()):
                 outcome.kind = "silently changed weights"
         outcomes.append(outcome)
-    missing = Api("load_checkpoint", checkpoint.load_checkpoint, lambda: {})
-    missing.names = {"path": ("missing.pt",)}
-    outcomes.append(
-        run_case(missing, "path", "missing file", good.with_name("missing.pt"))
-    )
+    missing = good.with_name("missing.pt")
+    outcomes.append(run_case(_loader(missing.name), "path", "missing file", missing))
     return outcomes
 
 
