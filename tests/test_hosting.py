@@ -26,9 +26,25 @@ def test_every_action_is_pinned_by_commit_sha():
         for s in job["steps"]
         if "uses" in s
     ]
-    assert len(uses) == 4
+    assert len(uses) == 5
     assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
 
 
 def test_a_deployment_in_progress_is_not_cancelled():
     assert workflow()["concurrency"]["cancel-in-progress"] is False
+
+
+def test_the_build_caches_wheels_by_the_locks_and_the_execution_caches():
+    steps = workflow()["jobs"]["build"]["steps"]
+    setup = next(
+        s for s in steps if s.get("uses", "").startswith("actions/setup-python")
+    )
+    assert setup["with"]["cache"] == "pip"
+    assert setup["with"]["cache-dependency-path"] == "requirements/*.txt"
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
+    # The folders tools/build_book.py writes its caches to.
+    assert cache["with"]["path"].split() == ["_build/jupyter_cache", "_build/artifacts"]
+    assert "hashFiles('mha_book/**', 'requirements/*.txt'" in cache["with"]["key"]
+    assert steps.index(cache) < next(
+        i for i, s in enumerate(steps) if s.get("run") == "make html"
+    )

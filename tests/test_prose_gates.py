@@ -1,7 +1,6 @@
 """The prose gates: measured numbers come from the execution, one zh term per concept,
 code cells fit the code block. Each gate passes on the real book and fails on a broken copy."""
 
-import shutil
 import sys
 from pathlib import Path
 

@@ -318,7 +318,7 @@ def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
         )
 
     body = [
-        f"<h1>Build report · 构建报告</h1>",
+        "<h1>Build report · 构建报告</h1>",
         '<p><a href="zh/index.html">中文版</a> · <a href="en/index.html">English edition</a></p>',
         "<table><tr><th>build · 构建</th><th>time · 时间</th></tr>",
         f"<tr><td>cold (every page executed) · 冷构建</td><td>{fmt('cold')}</td></tr>",
@@ -358,7 +358,9 @@ def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path
     and all but the ``keep`` newest stored results (mha_book.artifacts)."""
     removed = []
     stored = sorted(
-        (build / "artifacts").glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True
+        (build / "artifacts").glob("*.pt"),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
     )
     for old in stored[keep:]:
         old.unlink(missing_ok=True)

@@ -37,10 +37,11 @@ BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
 def execution_digest(root: Path = ROOT) -> str:
     """Digest of everything that can change what a code cell prints."""
     h = hashlib.sha256()
-    files = sorted((root / "mha_book").rglob("*.py"))
-    # The build script sets the kernels' environment (threads, language).
+    package = (root / "mha_book").rglob("*")  # its sources and its data
+    files = sorted(p for p in package if p.is_file() and "__pycache__" not in p.parts)
+    # The locked versions; the build script sets the kernels' environment.
+    files += sorted((root / "requirements").glob("*.txt"))
     files += [
-        root / "constraints.txt",
         root / "pyproject.toml",
         root / "tools" / "build_book.py",
     ]
