@@ -114,10 +114,29 @@ MATH_JS = """async () => {
 }"""
 
 
-def page_problems(page, url: str) -> list[str]:
-    """Load ``url`` and list what a reader would find wrong on it."""
+def open_page(page, url: str) -> dict[str, list[str]]:
+    """Watch ``page`` (see :func:`watch`), then load ``url`` until the network is idle.
+
+    The checks below that take ``url=None`` then inspect the loaded page, so one
+    load serves several checks.
+    """
     seen = watch(page)
     page.goto(url, wait_until="networkidle")
+    return seen
+
+
+def _load(page, url: str | None) -> None:
+    if url is not None:
+        page.goto(url, wait_until="networkidle")
+
+
+def page_problems(page, url: str) -> list[str]:
+    """Load ``url`` and list what a reader would find wrong on it."""
+    return load_problems(page, open_page(page, url))
+
+
+def load_problems(page, seen: dict[str, list[str]]) -> list[str]:
+    """What went wrong while loading the page ``seen`` watched (:func:`open_page`)."""
     problems = [f"console error: {m}" for m in seen["console"]]
     problems += [f"failed request: {u}" for u in seen["failed"]]
     problems += [f"request left localhost: {u}" for u in seen["remote"]]
@@ -202,12 +221,12 @@ SCROLL_JS = """(width) => {
 }"""
 
 
-def horizontal_scroll_problems(page, url: str) -> list[str]:
+def horizontal_scroll_problems(page, url: str | None) -> list[str]:
     """Nothing may stick out to the right: no sideways page scroll, no clipped content.
 
     Code blocks and tables may scroll inside themselves.
     """
-    page.goto(url, wait_until="networkidle")
+    _load(page, url)
     r = page.evaluate(SCROLL_JS, page.viewport_size["width"])
     problems = []
     if r["scrollWidth"] > r["innerWidth"] + 1:
@@ -237,11 +256,11 @@ FIGURES_JS = """async () => {
 }"""
 
 
-def figure_text_sizes(page, url: str, site: Path) -> list[dict]:
+def figure_text_sizes(page, url: str | None, site: Path) -> list[dict]:
     """For every figure of the page: the CSS size its smallest text is shown at."""
     from PIL import Image
 
-    page.goto(url, wait_until="networkidle")
+    _load(page, url)
     figures = []
     for fig in page.evaluate(FIGURES_JS):
         path = site / urlsplit(fig["url"]).path.lstrip("/")
@@ -257,7 +276,7 @@ def figure_text_sizes(page, url: str, site: Path) -> list[dict]:
     return figures
 
 
-def figure_text_problems(page, url: str, site: Path) -> list[str]:
+def figure_text_problems(page, url: str | None, site: Path) -> list[str]:
     """Every figure's smallest text must be legible at this viewport.
 
     A figure passes when its smallest text is shown at >= 9 CSS px. The one
@@ -331,9 +350,9 @@ UI_TEXT_JS = """() => {
 }"""
 
 
-def english_ui_problems(page, url: str) -> list[str]:
+def english_ui_problems(page, url: str | None) -> list[str]:
     """Latin words in the header, sidebars and footer of a zh page that are not names."""
-    page.goto(url, wait_until="networkidle")
+    _load(page, url)
     problems = []
     for text in sorted(set(page.evaluate(UI_TEXT_JS))):
         words = [
@@ -349,9 +368,9 @@ CODE_SCROLL_JS = """() => [...document.querySelectorAll("article.bd-article div.
   .map((pre) => pre.textContent.split("\\n").reduce((a, l) => (l.length > a.length ? l : a), ""))"""
 
 
-def code_scroll_problems(page, url: str) -> list[str]:
+def code_scroll_problems(page, url: str | None) -> list[str]:
     """Code (cells and included sources, not outputs) must fit its block at 1280 px."""
-    page.goto(url, wait_until="networkidle")
+    _load(page, url)
     return [
         f"code block scrolls sideways; its longest line: {line!r}"
         for line in page.evaluate(CODE_SCROLL_JS)
