@@ -19,7 +19,7 @@ from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
 from mha_book.layers import DecoderLayer, EncoderLayer
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
-from mha_book.plot import plot_attention
+from mha_book.heatmap import plot_attention
 from mha_book.positions import sinusoidal_positions
 from mha_book.trace import ShapeTrace, trace_shapes
 

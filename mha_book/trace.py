@@ -161,69 +161,29 @@ def trace_shapes(
         )
     key = query if key is None else key
     value = key if value is None else value
-    bt = (lambda s: f"(B, {s}, ") if module.batch_first else (lambda s: f"({s}, B, ")
-    kdim = "E" if module.kdim == module.embed_dim else "kdim"
-    vdim = "E" if module.vdim == module.embed_dim else "vdim"
     dropout_p = module.dropout if module.training else 0.0
 
     with torch.no_grad():
         expected, _ = module(query, key, value, mask)  # validates the inputs, too
-        rows = [
-            ("query", bt("T") + "E)", query.shape),
-            ("key", bt("S") + kdim + ")", key.shape),
-            ("value", bt("S") + vdim + ")", value.shape),
-        ]
+        rows = _input_rows(module, query, key, value)
         if not module.batch_first:
-            query, key, value = (
-                query.transpose(0, 1),
-                key.transpose(0, 1),
-                value.transpose(0, 1),
-            )
-        # the steps of MultiHeadAttention.forward, one row each
-        grouped = module.num_kv_heads != module.num_heads
-        kv = "Hkv·D" if grouped else "E"
-        q = module.q_proj(query)  # (B, T, E)
-        k = module.k_proj(key)  # (B, S, Hkv·D)
-        v = module.v_proj(value)  # (B, S, Hkv·D)
-        rows += [
-            ("q_proj", "(B, T, E)", q.shape),
-            ("k_proj", f"(B, S, {kv})", k.shape),
-            ("v_proj", f"(B, S, {kv})", v.shape),
-        ]
-        q = split_heads(q, module.num_heads)  # (B, H, T, D)
-        k = split_heads(k, module.num_kv_heads)  # (B, Hkv, S, D)
-        v = split_heads(v, module.num_kv_heads)  # (B, Hkv, S, D)
-        hkv = "Hkv" if grouped else "H"
-        rows += [
-            ("q_heads", "(B, H, T, D)", q.shape),
-            ("k_heads", f"(B, {hkv}, S, D)", k.shape),
-            ("v_heads", f"(B, {hkv}, S, D)", v.shape),
-        ]
-        if grouped:
-            n_rep = module.num_heads // module.num_kv_heads
-            k = repeat_kv(k, n_rep)  # (B, H, S, D)
-            v = repeat_kv(v, n_rep)  # (B, H, S, D)
-            rows += [
-                ("k_repeated", "(B, H, S, D)", k.shape),
-                ("v_repeated", "(B, H, S, D)", v.shape),
-            ]
-        scores = q @ k.transpose(-2, -1)  # (B, H, T, S), step 1 of the kernel
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        q, k, v, head_rows = _project_and_split(module, query, key, value)
         context, weights = scaled_dot_product_attention(
             q, k, v, mask, dropout_p=dropout_p
         )
-        rows += [
-            ("scores", "(B, H, T, S)", scores.shape),
-            ("weights", "(B, H, T, S)", weights.shape),
-            ("context", "(B, H, T, D)", context.shape),
-        ]
+        scores = q @ k.transpose(-2, -1)  # (B, H, T, S), step 1 of the kernel
         merged = merge_heads(context)  # (B, T, E)
         output = module.out_proj(merged)  # (B, T, E)
         if not module.batch_first:
             output = output.transpose(0, 1)  # (T, B, E)
-        rows += [
-            ("merged", "(B, T, E)", merged.shape),
-            ("output", bt("T") + "E)", output.shape),
-        ]
+    rows += head_rows + [
+        ("scores", "(B, H, T, S)", scores.shape),
+        ("weights", "(B, H, T, S)", weights.shape),
+        ("context", "(B, H, T, D)", context.shape),
+        ("merged", "(B, T, E)", merged.shape),
+        ("output", _sequence(module, "T", "E"), output.shape),
+    ]
 
     same = output.shape == expected.shape and (
         dropout_p > 0.0
@@ -237,3 +197,51 @@ def trace_shapes(
     B, H, T, D = q.shape
     sizes = {"B": B, "H": H, "T": T, "S": k.shape[-2], "D": D, "E": module.embed_dim}
     return ShapeTrace(rows, sizes)
+
+
+def _sequence(module: MultiHeadAttention, length: str, features: str) -> str:
+    """Symbolic shape of a module input or output, in the module's layout."""
+    if module.batch_first:
+        return f"(B, {length}, {features})"
+    return f"({length}, B, {features})"
+
+
+def _input_rows(module, query, key, value) -> list[tuple]:
+    kdim = "E" if module.kdim == module.embed_dim else "kdim"
+    vdim = "E" if module.vdim == module.embed_dim else "vdim"
+    return [
+        ("query", _sequence(module, "T", "E"), query.shape),
+        ("key", _sequence(module, "S", kdim), key.shape),
+        ("value", _sequence(module, "S", vdim), value.shape),
+    ]
+
+
+def _project_and_split(module, query, key, value):
+    """Steps 1-2 of MultiHeadAttention.forward (and repeat_kv for GQA), with rows."""
+    grouped = module.num_kv_heads != module.num_heads
+    kv, hkv = ("Hkv·D", "Hkv") if grouped else ("E", "H")
+    q = module.q_proj(query)  # (B, T, E)
+    k = module.k_proj(key)  # (B, S, Hkv·D)
+    v = module.v_proj(value)  # (B, S, Hkv·D)
+    rows = [
+        ("q_proj", "(B, T, E)", q.shape),
+        ("k_proj", f"(B, S, {kv})", k.shape),
+        ("v_proj", f"(B, S, {kv})", v.shape),
+    ]
+    q = split_heads(q, module.num_heads)  # (B, H, T, D)
+    k = split_heads(k, module.num_kv_heads)  # (B, Hkv, S, D)
+    v = split_heads(v, module.num_kv_heads)  # (B, Hkv, S, D)
+    rows += [
+        ("q_heads", "(B, H, T, D)", q.shape),
+        ("k_heads", f"(B, {hkv}, S, D)", k.shape),
+        ("v_heads", f"(B, {hkv}, S, D)", v.shape),
+    ]
+    if grouped:
+        n_rep = module.num_heads // module.num_kv_heads
+        k = repeat_kv(k, n_rep)  # (B, H, S, D)
+        v = repeat_kv(v, n_rep)  # (B, H, S, D)
+        rows += [
+            ("k_repeated", "(B, H, S, D)", k.shape),
+            ("v_repeated", "(B, H, S, D)", v.shape),
+        ]
+    return q, k, v, rows
