@@ -36,6 +36,7 @@ extensions = [
     "sphinx_copybutton",
     "sphinxcontrib.bibtex",
     "book_build",
+    "book_progress",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 # `tools/build_book.py --pages ...` builds a few pages alone; links to the
@@ -48,11 +49,16 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 nb_execution_mode = "cache"
 nb_execution_cache_path = book_build.execution_cache_path(LANG)
-nb_execution_raise_on_error = True  # a raising cell fails the build ...
-nb_execution_allow_errors = False  # ... unless tagged "raises-exception"
+# A raising cell fails the build (unless tagged "raises-exception"): myst-nb
+# reports it as a warning, which -W makes fatal, and book_progress replaces
+# its traceback with a short message and a log (raise_on_error=True would end
+# the build in Sphinx's crash report instead).
+nb_execution_raise_on_error = False
+nb_execution_allow_errors = False
 nb_output_stderr = "warn"  # stderr output becomes a warning, -W makes it fatal
+# Seconds per cell; a page may raise it in its front matter (mystnb: execution_timeout).
 nb_execution_timeout = 180
-nb_execution_show_tb = True
+nb_execution_show_tb = False  # the traceback goes to <build>/reports/<lang>/<page>.log
 nb_merge_streams = True
 # The toggle of a cell tagged hide-input, in the page's language.
 nb_code_prompt_show = {"zh": "显示代码", "en": "Show code"}[LANG]

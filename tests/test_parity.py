@@ -83,7 +83,9 @@ def test_differing_code_cells_are_reported(tmp_path):
             "en": {"a.md": PAGE.format(title="t", prose="", value=2)},
         },
     )
-    assert parity_problems(tmp_path) == ["a.md: code cell 1 differs between zh and en"]
+    assert parity_problems(tmp_path) == [
+        "a.md: code cell 1 differs between zh and en; line 1: zh 'x = 1', en 'x = 2'"
+    ]
 
 
 def test_a_missing_code_cell_is_reported(tmp_path):
@@ -102,7 +104,10 @@ def test_cell_options_count_as_code(tmp_path):
     plain = "```{code-cell} ipython3\n1 / 0\n```\n"
     write_book(tmp_path, {"zh": {"a.md": tagged}, "en": {"a.md": plain}})
     assert len(code_cells(tmp_path / "zh/a.md")) == 1
-    assert parity_problems(tmp_path) == ["a.md: code cell 1 differs between zh and en"]
+    assert parity_problems(tmp_path) == [
+        "a.md: code cell 1 differs between zh and en; "
+        "line 1: zh ':tags: [raises-exception]', en '1 / 0'"
+    ]
 
 
 @pytest.mark.parametrize("fence", ["```", "````", "~~~"])

@@ -211,7 +211,9 @@ def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
         for doc, d in json.loads(path.read_text(encoding="utf-8")).items():
             runtime = d.get("runtime")
             status = (
-                "executed"
+                "FAILED"
+                if d.get("succeeded") is False and d["read_this_build"]
+                else "executed"
                 if d["executed_this_build"]
                 else "from cache"
                 if d["read_this_build"]

@@ -41,10 +41,27 @@ def code_problems(name: str, zh: Page, en: Page) -> list[str]:
     if len(a) != len(b):
         return [f"{name}: {len(a)} code cells in zh, {len(b)} in en"]
     return [
-        f"{name}: code cell {i} differs between zh and en"
+        f"{name}: code cell {i} differs between zh and en; {first_difference(x, y)}"
         for i, (x, y) in enumerate(zip(a, b), start=1)
         if x != y
     ]
+
+
+def first_difference(zh: str, en: str) -> str:
+    r"""Where two cells first differ: the line number and both lines.
+
+    >>> first_difference("a = 1\nb = 2", "a = 1\nb = 3")
+    "line 2: zh 'b = 2', en 'b = 3'"
+    >>> first_difference("a = 1", "a = 1\nb = 2")
+    "line 2: zh has no line, en 'b = 2'"
+    """
+    x, y = zh.splitlines(), en.splitlines()
+    for i in range(max(len(x), len(y))):
+        a = repr(x[i]) if i < len(x) else "has no line"
+        b = repr(y[i]) if i < len(y) else "has no line"
+        if a != b:
+            return f"line {i + 1}: zh {a}, en {b}"
+    return "they differ in trailing whitespace"
 
 
 def structure_problems(name: str, zh: Page, en: Page) -> list[str]:

@@ -302,7 +302,11 @@ def _report_stderr(app, doctree):
         if "stderr" not in node["classes"]:
             continue
         text = node.astext().strip()
-        logger.warning("a code cell wrote to stderr:\n%s", text[:2000], location=node)
+        from book_progress import font_hint
+
+        hint = font_hint(text)
+        message = f"a code cell wrote to stderr:\n{text[:2000]}"
+        logger.warning(message + (f"\n{hint}" if hint else ""), location=node)
 
 
 # --- quoted literature figures ---------------------------------------------

@@ -1,0 +1,108 @@
+"""The build says what it is doing and, when a page fails, what to fix.
+
+Each test builds a one-page book in a scratch copy of the build machinery
+(see test_build_strict.py) and reads what `tools/build_book.py` prints.
+"""
+
+import subprocess
+import sys
+
+from test_build_strict import HEADER, build, cell, scratch  # noqa: F401
+
+RAISING = cell(
+    "import torch\n"
+    "shape = torch.ones(2).shape\n"
+    "assert shape == (3,), 'shape claim broken'"
+)
+
+
+def rebuild(repo, langs=("zh",)):
+    return subprocess.run(
+        [sys.executable, "tools/build_book.py", "--langs", *langs],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_each_page_says_when_it_starts_and_how_it_ended(scratch):
+    result = build(scratch, cell("print(6 * 7)"))
+    assert result.returncode == 0, result.stdout
+    assert "[zh]   start index" in result.stdout
+    assert "[zh]   done  index:" in result.stdout
+    assert result.stdout.index("start index") < result.stdout.index("done  index")
+    done = next(line for line in result.stdout.splitlines() if "done  index" in line)
+    assert done.endswith(", executed"), done
+    # The same page again, now that it has changed, comes from the cache.
+    (scratch / "docs/zh/index.md").write_text(
+        HEADER + "More prose.\n\n" + cell("print(6 * 7)"), encoding="utf-8"
+    )
+    again = rebuild(scratch)
+    done = next(line for line in again.stdout.splitlines() if "done  index" in line)
+    assert done.endswith(", from cache"), done
+
+
+def test_a_raising_cell_gets_a_short_message_and_a_log(scratch):
+    result = build(scratch, cell("x = 1"), RAISING)
+    out = result.stdout
+    assert result.returncode != 0
+    # The page's own source, the cell, its first lines, the error.
+    assert "docs/zh/index.md: code cell 2 (line " in out
+    assert "import torch" in out and "shape = torch.ones(2).shape" in out
+    assert "raised AssertionError: shape claim broken" in out
+    log = scratch / "_build/reports/zh/index.log"
+    assert f"full traceback: {log}" in out
+    assert "Traceback" in log.read_text(encoding="utf-8")
+    assert "AssertionError: shape claim broken" in log.read_text(encoding="utf-8")
+    # No crash report, no traceback in the build output, no myst-nb duplicate.
+    for noise in ("Traceback", "Sphinx", "Executing notebook failed", "\x1b["):
+        assert noise not in out, noise
+    assert out.count("raised AssertionError") == 1
+    # The table calls the page failed.
+    row = next(line for line in out.splitlines() if line.startswith("zh    index"))
+    assert row.endswith("FAILED"), row
+
+
+def test_a_failed_page_still_fails_a_rebuild_with_no_change(scratch):
+    assert build(scratch, RAISING).returncode != 0
+    again = rebuild(scratch)
+    assert again.returncode != 0
+    assert "raised AssertionError: shape claim broken" in again.stdout
+
+
+def test_a_page_fixed_after_a_failure_builds(scratch):
+    assert build(scratch, RAISING).returncode != 0
+    assert build(scratch, cell("print('fixed')")).returncode == 0
+
+
+def test_a_slow_cell_says_which_after_how_long_and_how_to_raise_the_limit(scratch):
+    page = HEADER.replace(
+        "---\n\n# Page", "mystnb:\n  execution_timeout: 2\n---\n\n# Page"
+    ) + cell("import time\n\nfor _ in range(60):\n    time.sleep(1)")
+    for lang in ("zh", "en"):
+        (scratch / "docs" / lang).mkdir(parents=True, exist_ok=True)
+        (scratch / "docs" / lang / "index.md").write_text(page, encoding="utf-8")
+    result = rebuild(scratch)
+    assert result.returncode != 0
+    assert "docs/zh/index.md: code cell 1 (line " in result.stdout
+    assert "did not finish within 2 s" in result.stdout
+    assert "execution_timeout: 600" in result.stdout
+    assert "nb_execution_timeout in conf.py" in result.stdout
+
+
+def test_chinese_text_without_the_book_font_names_the_rule(scratch):
+    result = build(
+        scratch,
+        cell(
+            "import matplotlib\n\n"
+            "matplotlib.use('Agg')\n"
+            "import matplotlib.pyplot as plt\n\n"
+            "fig, ax = plt.subplots()\n"
+            "ax.set_title('注意力')\n"
+            "fig.savefig('/dev/null', format='png')"
+        ),
+    )
+    assert result.returncode != 0
+    assert "missing from font" in result.stdout
+    assert "Draw figures with mha_book.plot.new_figure()" in result.stdout
