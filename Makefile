@@ -12,10 +12,25 @@ DOCS   := $(VENV)/.installed-docs
 TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt
 
-.PHONY: setup setup-test html test e2e bench format serve lock clean
+.PHONY: setup setup-test html page test test-fast lint e2e bench format serve lock clean
 
+# The locks in requirements/ are resolved for Python 3.11: check it up front.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+	  echo "mha_book builds with Python 3.11 (the locks in requirements/ are for 3.11);"; \
+	  echo "found: $$($(PYTHON) --version 2>&1 || echo 'no python3'). Install Python 3.11, or run: make PYTHON=/path/to/python3.11"; \
+	  exit 1; }
+	$(PYTHON) -m venv --clear $(VENV)
+
+# A .venv whose Python does not run (moved, or its interpreter removed) or is
+# not 3.11 is removed here and made again by the rule above.
+VENV_OK := $(shell test -x $(PY) && $(PY) -c 'import sys; print(sys.version_info[:2] == (3, 11))' 2>/dev/null)
+ifneq ($(VENV_OK),True)
+ifneq ($(wildcard $(VENV)),)
+$(info .venv is broken or not Python 3.11: making it again)
+$(shell rm -rf $(VENV))
+endif
+endif
 
 $(DOCS): pyproject.toml $(LOCKS) | $(PY)
 	$(PIP) -r requirements/torch.txt -r requirements/docs.txt
@@ -50,15 +65,30 @@ setup-test: $(TESTS)
 html: $(DOCS)
 	$(PY) tools/build_book.py
 
+# Every test: unit, doctest, build (scratch books), site (the built site), then
+# the browser tests. `make test-fast` runs the unit tests and doctests only.
 test: $(TESTS) html
 	$(PY) -m pytest
 	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 
+test-fast: $(TESTS)
+	$(PY) -m pytest -m "unit or doctest"
+
 # Browser tests of the built site: Playwright drives Debian's Chromium.
+# K selects tests by name, e.g. `make e2e K=10-decoder-char-lm` for one chapter.
 e2e: $(TESTS)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory html
-	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e
+	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e $(if $(K),-k "$(K)")
+
+# ruff: lint and format check of the package, tools, tests and conf.py, and of
+# the pages' code cells (tools/format_cells.py --check, tools/lint_cells.py).
+LINTED := mha_book tools tests docs/_ext conf.py
+lint: $(TESTS)
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
+	$(PY) tools/format_cells.py --check
+	$(PY) tools/lint_cells.py
 
 bench: $(DOCS)
 	$(PY) -m mha_book.bench
@@ -67,9 +97,16 @@ bench: $(DOCS)
 format: $(TESTS)
 	$(PY) tools/format_cells.py
 
+# Serve the built site (or a partial build: `make page P=...`) on PORT.
+PORT ?= 8000
+SITE ?= _build/html
 serve:
-	@test -f _build/html/index.html || { echo "run 'make html' first"; exit 1; }
-	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html 8000
+	@test -f $(SITE)/index.html || { echo "nothing built in $(SITE): run 'make html' first"; exit 1; }
+	@$(PY) -c "import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', $(PORT)))" 2>/dev/null \
+	  || { echo "port $(PORT) is taken: try 'make serve PORT=8001'"; exit 1; }
+	@echo "serving $(SITE) at http://127.0.0.1:$(PORT)/ (Ctrl-C stops)"
+	$(PY) -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
 
 clean:
 	rm -rf _build
+	@echo "removed _build; 'rm -rf .venv' removes the installed environment too"

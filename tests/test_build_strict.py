@@ -5,59 +5,16 @@ machinery (the real conf.py, extension, templates and build script), so what
 passes or fails here is exactly what passes or fails in `make html`.
 """
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-
-from conftest import copy_build_machinery
-
-HEADER = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Page\n\n"
+from conftest import HEADER, build, cell, executed
 
 
-def cell(source: str, tags: str = "") -> str:
-    opts = f":tags: [{tags}]\n" if tags else ""
-    return f"```{{code-cell}} ipython3\n{opts}{source}\n```\n\n"
-
-
-@pytest.fixture
-def scratch(tmp_path):
-    return copy_build_machinery(tmp_path)
-
-
-def write_book(repo: Path, *cells: str) -> None:
-    """Write the same one-page book in every language."""
-    for lang in ("zh", "en"):
-        page = repo / "docs" / lang / "index.md"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(HEADER + "".join(cells), encoding="utf-8")
-
-
-def build(repo: Path, *cells: str, langs=("zh",)):
-    """Write the one-page book in every language, build it, return the result."""
-    write_book(repo, *cells)
-    return subprocess.run(
-        [sys.executable, "tools/build_book.py", "--langs", *langs],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def executed(repo: Path, lang="zh") -> bool:
-    report = json.loads(
-        (repo / "_build/exec" / f"{lang}.json").read_text(encoding="utf-8")
-    )
-    return report["index"]["executed_this_build"]
-
-
-def test_a_clean_page_builds_and_shows_its_output(scratch):
-    result = build(scratch, cell("print(6 * 7)"))
+def test_a_clean_page_builds_and_shows_its_output(clean_book):
+    repo, result = clean_book
     assert result.returncode == 0, result.stdout
-    html = (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
+    html = (repo / "_build/html/zh/index.html").read_text(encoding="utf-8")
     assert "42" in html
     assert '<html lang="zh-CN"' in html
 

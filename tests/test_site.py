@@ -199,7 +199,7 @@ def test_chapters_download_as_notebook_and_as_source(site, lang):
         links = re.findall(r'href="([^"]+\.(ipynb|md))"', html)
         kinds = {kind for _, kind in links}
         assert kinds == {"ipynb", "md"}, f"{page}: download links {links}"
-        for href, kind in links:
+        for href, _kind in links:
             target = (page.parent / href).resolve()
             assert target.is_file() and target.is_relative_to(root), href
         nb = nbformat.read(str(root / "_sources" / f"{page.stem}.ipynb"), as_version=4)

@@ -116,7 +116,7 @@ def term_problems(docs: Path) -> list[str]:
         for para in read_page(path).paragraphs:
             # The glossary's own lists of variants are blanked, not skipped.
             text = GLOSSARY_NAMES.sub(lambda m: " " * len(m.group(0)), para.text)
-            for term, variant, pattern in variants:
+            for term, _variant, pattern in variants:
                 for m in pattern.finditer(text):
                     line = para.line + text[: m.start()].count("\n")
                     problems.append(

@@ -60,14 +60,15 @@ def ruff_format(code: str) -> str:
 
 def format_page(text: str) -> tuple[str, list[int]]:
     """Return the page with formatted cells and the numbers of the cells that changed."""
-    changed = []
+    changed, number = [], 0
 
-    def one(m: re.Match, counter=[0]) -> str:
-        counter[0] += 1
+    def one(m: re.Match) -> str:
+        nonlocal number
+        number += 1
         options, code = split_options(m.group("body"))
         new = ruff_format(code.strip("\n") + "\n")
         if new != code:
-            changed.append(counter[0])
+            changed.append(number)
         return f"{m.group('fence')}{{code-cell}}{m.group('info')}\n{options}{new}{m.group('fence')}"
 
     return CODE_CELL.sub(one, text), changed

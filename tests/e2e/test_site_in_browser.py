@@ -37,7 +37,7 @@ def failed_checks(checks: dict[str, list[str]]) -> dict[str, list[str]]:
 # Each page is loaded once per width and every check of that width reads the
 # same load: a load waits for the network to go idle, the slow part of the run.
 @pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES]
+    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
 )
 def test_page_on_a_laptop(page, site_url, lang, other, path):
     seen = open_page(page, f"{site_url}/{lang}/{path}")
@@ -51,7 +51,7 @@ def test_page_on_a_laptop(page, site_url, lang, other, path):
 
 
 @pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES]
+    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
 )
 def test_page_on_a_phone(phone, site_url, lang, other, path):
     seen = open_page(phone, f"{site_url}/{lang}/{path}")
@@ -66,7 +66,7 @@ def test_page_on_a_phone(phone, site_url, lang, other, path):
 
 
 @pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{l}/{p}" for l, _, p in PAGES]
+    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
 )
 def test_language_switch_round_trip(page, site_url, lang, other, path):
     assert switch_problems(page, site_url, lang, other, path) == []
