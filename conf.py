@@ -23,7 +23,10 @@ if LANG not in ("zh", "en"):
     )
 OTHER = {"zh": "en", "en": "zh"}[LANG]
 
-project = {"zh": "多头注意力：从公式到 PyTorch", "en": "Multi-Head Attention, from Formula to PyTorch"}[LANG]
+project = {
+    "zh": "多头注意力：从公式到 PyTorch",
+    "en": "Multi-Head Attention, from Formula to PyTorch",
+}[LANG]
 author = "mha_book"
 copyright = f"{date.today().year}, mha_book"
 language = {"zh": "zh_CN", "en": "en"}[LANG]
@@ -41,7 +44,9 @@ extensions = [
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 # `tools/build_book.py --pages ...` builds a few pages alone; links to the
 # chapters left out cannot resolve there (the full build checks them all).
-suppress_warnings = ["myst.xref_missing", "ref.doc"] if os.environ.get("MHA_BOOK_PARTIAL") else []
+suppress_warnings = (
+    ["myst.xref_missing", "ref.doc"] if os.environ.get("MHA_BOOK_PARTIAL") else []
+)
 nitpicky = False
 
 # --- MyST and notebook execution -------------------------------------------
@@ -89,7 +94,9 @@ locale_dirs = ["../locale"]  # relative to docs/<lang>
 gettext_auto_build = True
 html_search_language = "zh" if LANG == "zh" else "en"
 # Domain words for jieba, so 多头注意力 and friends are indexed as words.
-html_search_options = {"dict": str(ROOT / "docs" / "_ext" / "jieba_terms.txt")} if LANG == "zh" else {}
+html_search_options = (
+    {"dict": str(ROOT / "docs" / "_ext" / "jieba_terms.txt")} if LANG == "zh" else {}
+)
 html_copy_source = True
 html_show_sourcelink = True
 html_last_updated_fmt = "%Y-%m-%d"
@@ -104,8 +111,11 @@ html_context = {
 BUILD_FOOTER = {
     "zh": "构建于 {day}，torch {torch}，mha_book {book}",
     "en": "Built on {day} with torch {torch} and mha_book {book}",
-}[LANG].format(day=date.today().isoformat(), torch=metadata.version("torch"),
-               book=metadata.version("mha-book"))
+}[LANG].format(
+    day=date.today().isoformat(),
+    torch=metadata.version("torch"),
+    book=metadata.version("mha-book"),
+)
 html_theme_options = {
     "extra_footer": f'<p class="book-build-info">{BUILD_FOOTER}</p>',
     "home_page_in_toc": True,

@@ -15,11 +15,11 @@ from mha_book.charlm import CharTokenizer
 from mha_book.decoder import CausalDecoder, DecoderConfig
 from mha_book.flash import flash_attention, online_softmax_update
 from mha_book.heads import merge_heads, repeat_kv, split_heads
+from mha_book.heatmap import plot_attention
 from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
 from mha_book.layers import DecoderLayer, EncoderLayer
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
-from mha_book.heatmap import plot_attention
 from mha_book.positions import sinusoidal_positions
 from mha_book.trace import ShapeTrace, trace_shapes
 

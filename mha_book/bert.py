@@ -48,7 +48,7 @@ class BertConfig:
     pad_token_id: int = 0
 
     @classmethod
-    def from_json(cls, path: str | Path) -> "BertConfig":
+    def from_json(cls, path: str | Path) -> BertConfig:
         """Read ``config.json``; only absolute positions and exact GELU are supported.
 
         Example:
@@ -247,7 +247,7 @@ class BertEncoder(nn.Module):
         return x, tuple(attentions)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path | None = None) -> "BertEncoder":
+    def from_pretrained(cls, path: str | Path | None = None) -> BertEncoder:
         """Build the encoder from ``config.json``; copy ``model.safetensors`` into it.
 
         Every parameter is copied exactly (strict loading); the checkpoint's

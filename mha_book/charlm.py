@@ -60,7 +60,7 @@ class CharTokenizer:
         self._id = {c: i for i, c in enumerate(self.chars)}
 
     @classmethod
-    def from_text(cls, text: str) -> "CharTokenizer":
+    def from_text(cls, text: str) -> CharTokenizer:
         """The tokenizer whose vocabulary is every character of ``text``."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import mha_book.artifacts as artifacts
-from mha_book.training import train
 from mha_book.decoder import CausalDecoder
+from mha_book.training import train
 
 IDS = torch.randint(0, 11, (400,), generator=torch.Generator().manual_seed(0))
 

@@ -10,8 +10,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from mha_book.attention import scaled_dot_product_attention
 from mha_book.flash import flash_attention, online_softmax_update
-from mha_book.masks import causal_mask, padding_mask
 from mha_book.heads import repeat_kv
+from mha_book.masks import causal_mask, padding_mask
 
 F64 = torch.float64
 

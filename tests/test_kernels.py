@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from mha_book.bench import kernel_times
 from mha_book.attention import scaled_dot_product_attention as explicit_kernel
+from mha_book.bench import kernel_times
 from mha_book.kernels import ATTENTION_KERNELS, get_kernel
 from mha_book.masks import causal_mask, padding_mask
 from mha_book.module import MultiHeadAttention

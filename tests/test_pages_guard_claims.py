@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, copy_build_machinery
 
 # (page, file, correct code, broken code, what the page must then report)

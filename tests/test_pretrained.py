@@ -16,8 +16,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from mha_book import pretrained  # noqa: E402
-from mha_book.module import MultiHeadAttention  # noqa: E402
 from mha_book.bert import BertConfig, BertEncoder  # noqa: E402
+from mha_book.module import MultiHeadAttention  # noqa: E402
 from mha_book.pretrained import (  # noqa: E402
     load_tokenizer,
     mean_pool,

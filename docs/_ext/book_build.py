@@ -16,9 +16,9 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import json
 import logging
+import os
 import shutil
 import sys
 import time
@@ -230,8 +230,8 @@ def _offer_notebook(app, pagename, templatename, context, doctree):
     """
     if doctree is None or pagename not in app.env.found_docs:
         return
-    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
     import nbformat
+    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 
     text = Path(app.env.doc2path(pagename)).read_text(encoding="utf-8")
     if not is_myst_markdown_notebook(text):
