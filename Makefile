@@ -65,6 +65,14 @@ setup-test: $(TESTS)
 html: $(DOCS)
 	$(PY) tools/build_book.py
 
+# A partial build while writing: every page is read (links are checked), only
+# the pages in P execute; into _build/partial, then served on PORT.
+# e.g. make page P=05-verification   or   make page P="05-verification glossary"
+page: $(DOCS)
+	@test -n "$(P)" || { echo 'name the pages: make page P=05-verification'; exit 1; }
+	$(PY) tools/build_book.py --pages $(P)
+	@$(MAKE) --no-print-directory serve SITE=_build/partial/html
+
 # Every test: unit, doctest, build (scratch books), site (the built site), then
 # the browser tests. `make test-fast` runs the unit tests and doctests only.
 test: $(TESTS) html

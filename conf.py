@@ -42,11 +42,6 @@ extensions = [
     "book_progress",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
-# `tools/build_book.py --pages ...` builds a few pages alone; links to the
-# chapters left out cannot resolve there (the full build checks them all).
-suppress_warnings = (
-    ["myst.xref_missing", "ref.doc"] if os.environ.get("MHA_BOOK_PARTIAL") else []
-)
 nitpicky = False
 
 # --- MyST and notebook execution -------------------------------------------

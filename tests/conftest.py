@@ -138,6 +138,7 @@ BUILD_TEST_FILES = {
     "test_build_faults.py",
     "test_build_messages.py",
     "test_pages_guard_claims.py",
+    "test_partial_build.py",
 }
 
 

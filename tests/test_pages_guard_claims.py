@@ -32,45 +32,39 @@ BUGS = {
 }
 
 
-def scratch_repo(tmp_path: Path, page: str) -> Path:
+def scratch_repo(tmp_path: Path) -> Path:
     copy_build_machinery(tmp_path)
     for lang in ("zh", "en"):
-        (tmp_path / "docs" / lang).mkdir(parents=True, exist_ok=True)
-        for name in (
-            "index.md",
-            "api.md",
-            "glossary.md",
-            "references.md",
-            f"{page}.md",
-        ):
-            shutil.copy2(ROOT / "docs" / lang / name, tmp_path / "docs" / lang / name)
+        shutil.copytree(ROOT / "docs" / lang, tmp_path / "docs" / lang)
     return tmp_path
 
 
-def build(repo: Path) -> subprocess.CompletedProcess:
-    # Kernels import the scratch mha_book; links to the chapters left out are not checked.
-    env = dict(os.environ, PYTHONPATH=str(repo), MHA_BOOK_PARTIAL="1")
+def build(repo: Path, page: str) -> subprocess.CompletedProcess:
+    # Kernels import the scratch mha_book. A partial build: every page is
+    # read, only `page` executes.
+    env = dict(os.environ, PYTHONPATH=str(repo))
     return subprocess.run(
-        [sys.executable, "tools/build_book.py", "--langs", "en"],
+        [sys.executable, "tools/build_book.py", "--langs", "en", "--pages", page],
         cwd=repo,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
+        check=False,
     )
 
 
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_a_broken_package_fails_the_page_that_relies_on_it(tmp_path, bug):
     page, file, good, bad, expected = BUGS[bug]
-    repo = scratch_repo(tmp_path, page)
+    repo = scratch_repo(tmp_path)
     source = (repo / file).read_text(encoding="utf-8")
     assert source.count(good) == 1, (
         f"{file} no longer contains the line this test breaks"
     )
 
     (repo / file).write_text(source.replace(good, bad), encoding="utf-8")
-    result = build(repo)
+    result = build(repo, page)
     assert result.returncode != 0, "the page did not notice the broken package"
     assert expected in result.stdout
     assert f"docs/en/{page}.md" in result.stdout
@@ -78,5 +72,5 @@ def test_a_broken_package_fails_the_page_that_relies_on_it(tmp_path, bug):
 
 @pytest.mark.parametrize("page", sorted({bug[0] for bug in BUGS.values()}))
 def test_the_same_pages_build_with_the_real_package(tmp_path, page):
-    result = build(scratch_repo(tmp_path, page))
+    result = build(scratch_repo(tmp_path), page)
     assert result.returncode == 0, result.stdout[-3000:]

@@ -2,6 +2,11 @@
 
 Usage: python tools/build_book.py [--clean] [--pages PAGE ...] [--timeout SECONDS]
 
+With --pages, a partial build: every page is read (links and references are
+checked as in the full build) but only the named pages execute, into
+_build/partial/ (never over _build/html); it shares the full build's
+execution cache. `make page P="05-verification glossary"` builds and serves one.
+
 Runs the zh and en Sphinx builds side by side (one process each, so the two
 cores are both used), in strict mode (-W: any warning, including stderr from
 a code cell, is an error). Output: _build/html/{zh,en}/ and a language chooser
@@ -35,6 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh", "en")
+FULL_BUILD = ROOT / "_build"  # `make html`'s folder
+PARTIAL_BUILD = FULL_BUILD / "partial"  # `--pages`' default folder
 sys.path.insert(0, str(ROOT / "tools"))
 
 from check_parity import parity_problems  # noqa: E402
@@ -60,13 +67,19 @@ def sphinx_command(lang: str, srcdir: Path, outdir: Path, doctrees: Path) -> lis
     ]
 
 
-def build_env(lang: str, build: Path) -> dict[str, str]:
+def build_env(lang: str, build: Path, pages: list[str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["MHA_BOOK_LANG"] = lang
     env["MHA_BOOK_BUILD_DIR"] = str(build)
     # Expensive deterministic results (chapter 10's training) are stored here,
     # so the two editions and later builds compute each one once.
     env["MHA_BOOK_ARTIFACTS"] = str(build / "artifacts")
+    if pages:
+        # A partial build executes only these pages, and shares the full
+        # build's executed notebooks and stored results (keyed by digest).
+        env["MHA_BOOK_PAGES"] = ",".join(pages)
+        env["MHA_BOOK_EXEC_CACHE"] = str(FULL_BUILD / "jupyter_cache")
+        env["MHA_BOOK_ARTIFACTS"] = str(FULL_BUILD / "artifacts")
     # Two builds run at once on two cores: one thread each for torch/BLAS.
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MKL_NUM_THREADS", "1")
@@ -123,7 +136,11 @@ def failure_reason(code: int | None, timed_out: bool, limit: float) -> str | Non
 
 
 def run_builds(
-    docs: Path, build: Path, langs=LANGS, timeout: float | None = None
+    docs: Path,
+    build: Path,
+    langs=LANGS,
+    timeout: float | None = None,
+    pages: list[str] | None = None,
 ) -> int:
     """Run one Sphinx build per language in parallel; stream prefixed output.
 
@@ -138,7 +155,7 @@ def run_builds(
         cmd = sphinx_command(
             lang, docs / lang, build / "html" / lang, build / "doctrees" / lang
         )
-        env = build_env(lang, build)
+        env = build_env(lang, build, pages)
         # The kernels' connection files and Unix sockets (book_build.py chooses
         # the transport) go to a short folder of the edition's own, removed
         # afterwards even when a kernel was killed before it could clean up.
@@ -238,35 +255,19 @@ def print_exec_table(rows: list[tuple]) -> None:
     print(f"executed in this build: {len(ran)} page(s), {total:.1f} s of kernel time")
 
 
-def partial_docs(docs: Path, build: Path, pages: list[str]) -> Path:
-    """Copy index, api, glossary, references and the chosen pages into build/partial_docs.
-
-    Pages include package sources as ``../../mha_book/...``; a link from
-    build/mha_book keeps that path valid. Copies get a fresh mtime, so Sphinx
-    always re-reads them (execution still comes from the cache).
-    """
-    os.environ["MHA_BOOK_PARTIAL"] = "1"
-    part = build / "partial_docs"
-    shutil.rmtree(part, ignore_errors=True)
-    wanted = {
-        "index",
-        "api",
-        "glossary",
-        "references",
-        *(p.removesuffix(".md") for p in pages),
-    }
-    for lang in LANGS:
-        for name in sorted(wanted):
-            src = docs / lang / f"{name}.md"
-            if not src.exists():
-                raise SystemExit(f"no such page: {src}")
-            (part / lang).mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, part / lang / src.name)
-    shutil.copy(docs / "landing.html", part / "landing.html")
-    package = build / "mha_book"
-    if not package.exists():
-        package.symlink_to(ROOT / "mha_book", target_is_directory=True)
-    return part
+def check_pages(docs: Path, pages: list[str]) -> list[str]:
+    """The page names of ``--pages`` (``NN-name`` or ``NN-name.md``), or exit
+    with the ones that exist in neither edition."""
+    names = [p.removesuffix(".md") for p in pages]
+    missing = [
+        f"docs/{lang}/{name}.md"
+        for name in names
+        for lang in LANGS
+        if not (docs / lang / f"{name}.md").is_file()
+    ]
+    if missing:
+        raise SystemExit(f"build FAILED: no such page: {', '.join(missing)}")
+    return names
 
 
 REPORT_STYLE = """body{font-family:sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
@@ -448,15 +449,19 @@ def main(argv=None) -> int:
         "--docs", type=Path, default=ROOT / "docs", help="source dir with zh/ and en/"
     )
     parser.add_argument(
-        "--build-dir", type=Path, default=ROOT / "_build", help="output dir"
+        "--build-dir",
+        type=Path,
+        help=f"output dir (default {FULL_BUILD.name}/, or "
+        f"{PARTIAL_BUILD.relative_to(ROOT)}/ with --pages)",
     )
     parser.add_argument("--langs", nargs="+", choices=LANGS, default=list(LANGS))
     parser.add_argument(
         "--pages",
         nargs="+",
         metavar="PAGE",
-        help="build only these pages (plus index and api) while writing "
-        "them; links to other chapters are not checked",
+        help="execute only these pages (e.g. 05-verification glossary); every "
+        "page is read, so links and references are checked as in the full build; "
+        f"output in {PARTIAL_BUILD.relative_to(ROOT)}/ unless --build-dir",
     )
     parser.add_argument(
         "--timeout",
@@ -466,7 +471,10 @@ def main(argv=None) -> int:
         f"or {DEFAULT_EDITION_TIMEOUT})",
     )
     args = parser.parse_args(argv)
-    docs, build = args.docs.resolve(), args.build_dir.resolve()
+    default = PARTIAL_BUILD if args.pages else FULL_BUILD
+    docs, build = args.docs.resolve(), (args.build_dir or default).resolve()
+    if args.pages:
+        args.pages = check_pages(docs, args.pages)
     if args.clean:
         problem = clean(build, check_only=True)
         if problem:
@@ -483,6 +491,16 @@ def main(argv=None) -> int:
         return 1
 
 
+def serve_command(build: Path) -> str:
+    """The make command that serves this build's site."""
+    if build == FULL_BUILD.resolve():
+        return "make serve"
+    try:
+        return f"make serve SITE={(build / 'html').relative_to(ROOT)}"
+    except ValueError:
+        return f"make serve SITE={build / 'html'}"
+
+
 def build_book(args, docs: Path, build: Path) -> int:
     """The build proper, run while holding the build folder's lock."""
     if args.clean:
@@ -491,8 +509,6 @@ def build_book(args, docs: Path, build: Path) -> int:
             print(f"build FAILED: {problem}")
             return 1
     claim(build)
-    if args.pages:
-        docs = partial_docs(docs, build, args.pages)
     for stale in (build / "exec").glob("*.json"):
         stale.unlink()  # an interrupted build must not report the last one's pages
     start = time.perf_counter()
@@ -515,7 +531,7 @@ def build_book(args, docs: Path, build: Path) -> int:
         return 1
     out = build / "html"
     try:
-        code = run_builds(docs, build, args.langs, timeout=args.timeout)
+        code = run_builds(docs, build, args.langs, args.timeout, args.pages)
     except KeyboardInterrupt:
         return 130
     if code == 0 and (docs / "landing.html").exists():
@@ -530,7 +546,11 @@ def build_book(args, docs: Path, build: Path) -> int:
         prune_caches(build, args.langs)
     print(
         f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
-        + (f"; open {out / 'index.html'} or run `make serve`" if code == 0 else "")
+        + (
+            f"; open {out / 'index.html'} or run `{serve_command(build)}`"
+            if code == 0
+            else ""
+        )
     )
     return code
 

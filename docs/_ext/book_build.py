@@ -31,6 +31,14 @@ from sphinx.search.zh import SearchChinese
 ROOT = Path(__file__).resolve().parents[2]
 # Tests build small books elsewhere by setting MHA_BOOK_BUILD_DIR.
 BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
+# Executed notebooks, keyed by digest; a partial build shares the full build's.
+EXEC_CACHE = Path(os.environ.get("MHA_BOOK_EXEC_CACHE", BUILD / "jupyter_cache"))
+
+
+def selected_pages() -> set[str] | None:
+    """The pages a partial build executes (``MHA_BOOK_PAGES``), or None: all."""
+    pages = os.environ.get("MHA_BOOK_PAGES")
+    return set(pages.split(",")) if pages else None
 
 
 # --- cache key -------------------------------------------------------------
@@ -60,7 +68,7 @@ def execution_cache_path(lang: str) -> str:
     prunes the rest after a successful build (``tools/build_book.py``), so an
     edit-and-revert or a branch switch finds its cache again.
     """
-    current = BUILD / "jupyter_cache" / f"{lang}-{execution_digest()}"
+    current = EXEC_CACHE / f"{lang}-{execution_digest()}"
     for note in heal_cache(current):
         print(f"WARNING (healed): {note}", flush=True)  # a notice, not a Sphinx warning
     current.mkdir(parents=True, exist_ok=True)
@@ -370,7 +378,16 @@ def _own_output_folder(app):
     own ``builder-inited`` handler, which sets that folder.
     """
     folder = BUILD / "jupyter_execute" / app.config.language
-    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+    config = {"output_folder": str(folder)}
+    pages = selected_pages()
+    if pages is not None:  # a partial build reads every page, executes these
+        srcdir = Path(app.srcdir)
+        config["execution_excludepatterns"] = [
+            str(path)
+            for path in sorted(srcdir.rglob("*.md"))
+            if path.relative_to(srcdir).with_suffix("").as_posix() not in pages
+        ]
+    app.env.mystnb_config = app.env.mystnb_config.copy(**config)
 
 
 def setup(app):

@@ -13,6 +13,10 @@
   says how long it ran and how to raise the limit. The warning fails the
   strict build, and the rest of that page's warnings (outputs it never made)
   are dropped: they follow from the one error.
+* A partial build (``MHA_BOOK_PAGES``, set by ``tools/build_book.py --pages``)
+  reads every page, so links and references resolve as in the full build,
+  but executes only the chosen ones; the others' warnings (outputs they
+  never made) are dropped.
 * A page that warned (a failure included) is read again by the next build,
   changed or not, so a rebuild never hides a failure behind "unchanged".
 * A figure drawn without the book's CJK font: matplotlib's "Glyph ...
@@ -52,7 +56,7 @@ def _lang(app) -> str:
 def docs_source(app, docname: str) -> str:
     """The page's source as an author finds it: ``docs/<lang>/<page>.md``.
 
-    A partial build reads copies elsewhere; the path shown is the original's.
+    The path as the author finds it from the repository's root.
     """
     return f"docs/{_lang(app)}/{docname}.md"
 
@@ -93,6 +97,14 @@ class _Heartbeat:
         return time.monotonic() - self.started
 
 
+def _selected(docname: str) -> bool:
+    """Whether this build executes the page (a partial build executes a few)."""
+    import book_build
+
+    pages = book_build.selected_pages()
+    return pages is None or docname in pages
+
+
 # One Sphinx process builds one edition: this state is per edition.
 _heartbeats: dict[str, _Heartbeat] = {}
 _failed_pages: set[str] = set()  # pages whose cells failed in this build
@@ -111,7 +123,9 @@ def _page_done(app, doctree):
     beat = _heartbeats.pop(docname, None)
     seconds = beat.stop() if beat else 0.0
     data = NbMetadataCollector.get_exec_data(app.env, docname)
-    if data is None:
+    if not _selected(docname):
+        how = "not executed (partial build)"
+    elif data is None:
         how = "no code"
     elif not data.get("succeeded", True):
         how = "FAILED"
@@ -229,6 +243,30 @@ class _WarningWatch(logging.Filter):
         return env.path2doc(path) if env is not None else None  # None: not a page
 
 
+class _NotExecutedHere(logging.Filter):
+    """In a partial build, drop the warnings of the pages it did not execute
+    (their outputs, such as glue keys, are missing by design). Runs before
+    Sphinx counts warnings, so they do not fail the build; the executed
+    pages' links and references are checked as in the full build."""
+
+    def __init__(self, app) -> None:
+        super().__init__()
+        self.app = app
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        location = getattr(record, "location", None)
+        if isinstance(location, tuple):  # (docname, line)
+            page = location[0]
+        elif location is not None and not isinstance(location, str):  # a node
+            path = sphinx_logging.get_node_location(location) or ""
+            page = self.app.env.path2doc(path.rsplit(":", 1)[0]) if path else None
+        elif location and ":" in location:  # "path:line"
+            page = self.app.env.path2doc(location.rsplit(":", 1)[0])
+        else:  # a docname, or nowhere
+            page = location or None
+        return page is None or _selected(page)
+
+
 # --- a page that warned is read again ----------------------------------------------
 def _warned_file(app) -> Path:
     import book_build
@@ -264,7 +302,8 @@ def _install_filter(app):
     for handler in logging.getLogger("sphinx").handlers:
         # the handler that prints warnings (its earlier filters count them for -W)
         if type(handler).__name__ == "WarningStreamHandler":
-            handler.addFilter(_WarningWatch(app))
+            handler.filters.insert(0, _NotExecutedHere(app))  # before counting
+            handler.addFilter(_WarningWatch(app))  # after counting
 
 
 def setup(app):
