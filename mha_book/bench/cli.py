@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         help="torch intra-op threads (default: torch's choice)",
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 if any target is missed (for a benchmark check)",
+    )
+    parser.add_argument(
         "--kernel-lengths",
         type=int,
         nargs="+",
@@ -52,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Command-line entry point; prints the tables and returns 0."""
+    """Command-line entry point: prints the tables; returns 0, or with
+    ``--strict`` 1 when a target is missed."""
     parser = _parser()
     args = parser.parse_args(argv)
     if (
@@ -66,12 +72,17 @@ def main(argv=None) -> int:
         )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    _run_module_table(args)
-    _run_kernels_and_decoding(args)
+    tables = [_run_module_table(args), *_run_kernels_and_decoding(args)]
+    # The verdict column of the tables is where the targets are judged.
+    missed = [line for t in tables for line in t.splitlines() if "  MISS" in line]
+    if args.strict and missed:
+        print(f"\n{len(missed)} target(s) missed (--strict):")
+        print("\n".join(f"  {line.strip()}" for line in missed))
+        return 1
     return 0
 
 
-def _run_module_table(args) -> None:
+def _run_module_table(args) -> str:
     """The four implementations against each other, and the matmul rate."""
     if args.quick:
         sizes, lengths, repeats, n, min_s = (
@@ -96,10 +107,12 @@ def _run_module_table(args) -> None:
         f"{repeats} repeats (median)"
     )
     results = run(lengths, repeats, min_seconds=min_s, **sizes)
-    print(format_table(results, matmul_gflops(n, repeats=max(3, repeats))))
+    table = format_table(results, matmul_gflops(n, repeats=max(3, repeats)))
+    print(table)
+    return table
 
 
-def _run_kernels_and_decoding(args) -> None:
+def _run_kernels_and_decoding(args) -> tuple[str, str]:
     """The kernels section (time, memory) and the decoding section."""
     repeats = 3 if args.quick else args.repeats
     if args.quick:  # tiny sizes; no memory subprocess (its import alone takes seconds)
@@ -134,14 +147,13 @@ def _run_kernels_and_decoding(args) -> None:
             "new_tokens": 64,
             "repeats": 3,
         }
-    print()
-    print(
-        format_kernels(
-            kernel_times(kernel_lengths, repeats, **kernel_sizes),
-            memory,
-            sizes=kernel_sizes,
-        )
+    kernels = format_kernels(
+        kernel_times(kernel_lengths, repeats, **kernel_sizes),
+        memory,
+        sizes=kernel_sizes,
     )
-    print()
+    print(f"\n{kernels}\n")
     sizes = {k: decode[k] for k in ("E", "H", "layers", "prompt", "new_tokens")}
-    print(format_decode(decode_speed(**decode), **sizes))
+    decoding = format_decode(decode_speed(**decode), **sizes)
+    print(decoding)
+    return kernels, decoding

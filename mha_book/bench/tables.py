@@ -68,7 +68,10 @@ def format_table(results, matmul: float) -> str:
     fmt = lambda line: "  ".join(c.rjust(w) for c, w in zip(line, widths))  # noqa: E731
     lines = [fmt(head), fmt(tuple("-" * w for w in widths)), *map(fmt, rows), ""]
     lines.append(f"dense float32 matmul: {matmul:.1f} GFLOP/s")
-    lines.append("target                                     T       value  verdict")
+    lines.append(
+        "target                                     T       value  verdict"
+        "  [quartiles of the paired ratios]"
+    )
     for r in results:
         ratio, q1, q3 = _ratio(r, "fast_ratio")
         lines.append(
