@@ -3,7 +3,7 @@
 Every test gets one marker, so a subset runs with ``-m``:
 
 * ``unit``: the package and the tools, no build (``make test-fast`` with doctest);
-* ``doctest``: the docstring examples of ``mha_book``;
+* ``doctest``: the docstring examples of ``mha_book`` and ``tools``;
 * ``build``: builds a small book in a scratch copy of the build machinery;
 * ``site``: reads the built site in ``_build/html`` (``make html`` first);
 * ``e2e``: drives Chromium over the built site (``make e2e``).

@@ -172,9 +172,7 @@ def run_builds(
         )
 
     def pump(lang, proc):
-        for line in proc.stdout:
-            if "Kernel is running over TCP without encryption" in line:
-                continue  # jupyter's note about its local socket, not about the book
+        for line in without_kernel_noise(proc.stdout):
             sys.stdout.write(f"[{lang}] {line}")
             sys.stdout.flush()
 
@@ -212,6 +210,41 @@ def run_builds(
             failed += 1
             print(f"[{lang}] build FAILED: {reason}")
     return 1 if failed else 0
+
+
+KERNEL_SHUTDOWN_ERROR = "[IPKernelApp] ERROR | Exception in message handler:"
+
+
+def without_kernel_noise(lines):
+    """The build's output lines, less what jupyter prints about itself.
+
+    Dropped: the note that a kernel talks over local TCP, and the traceback a
+    kernel prints when it is stopped mid-reply (a cell over its time limit),
+    which ends in ``zmq.error.ZMQError``; the build's own message names the
+    cell. Any other traceback is passed on whole.
+
+    >>> list(without_kernel_noise([KERNEL_SHUTDOWN_ERROR + "\\n", "Traceback:\\n",
+    ...     "  File x\\n", "zmq.error.ZMQError: Socket operation on non-socket\\n",
+    ...     "done\\n"]))
+    ['done\\n']
+    """
+    held: list[str] = []
+    for line in lines:
+        if "Kernel is running over TCP without encryption" in line:
+            continue
+        if held:
+            held.append(line)
+            if line.startswith("zmq.error.ZMQError"):
+                held = []  # the whole block was the stopped kernel's
+            elif not line.startswith((" ", "Traceback", "zmq", "During handling")):
+                yield from held  # some other error: show all of it
+                held = []
+            continue
+        if line.startswith(KERNEL_SHUTDOWN_ERROR):
+            held = [line]
+            continue
+        yield line
+    yield from held
 
 
 def _raise_interrupt(signum, frame):
