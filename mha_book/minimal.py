@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import nn
 
 __all__ = ["MinimalMultiHeadAttention"]
@@ -36,6 +35,7 @@ class MinimalMultiHeadAttention(nn.Module):
         - output: ``(B, T, E)``; weights: ``(B, H, T, S)``
 
     Example:
+        >>> import torch
         >>> mha = MinimalMultiHeadAttention(64, 8)
         >>> x = torch.randn(2, 5, 64)
         >>> out, w = mha(x, x, x)
