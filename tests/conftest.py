@@ -113,16 +113,22 @@ def write_book(repo: Path, *cells: str) -> None:
         page.write_text(HEADER + "".join(cells), encoding="utf-8")
 
 
-def build(repo: Path, *cells: str, langs=("zh",)):
-    """Write the one-page book in every language, build it, return the result."""
-    write_book(repo, *cells)
+def run_build(repo: Path, *args: str, langs=("zh",)):
+    """Run ``tools/build_book.py`` in ``repo`` as `make html` does; return the result."""
     return subprocess.run(
-        [sys.executable, "tools/build_book.py", "--langs", *langs],
+        [sys.executable, "tools/build_book.py", "--langs", *langs, *args],
         cwd=repo,
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
+
+
+def build(repo: Path, *cells: str, langs=("zh",)):
+    """Write the one-page book in every language, build it, return the result."""
+    write_book(repo, *cells)
+    return run_build(repo, langs=langs)
 
 
 def executed(repo: Path, lang="zh") -> bool:

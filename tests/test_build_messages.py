@@ -4,26 +4,13 @@ Each test builds a one-page book in a scratch copy of the build machinery
 (see test_build_strict.py) and reads what `tools/build_book.py` prints.
 """
 
-import subprocess
-import sys
-
-from conftest import HEADER, build, cell
+from conftest import HEADER, build, cell, run_build
 
 RAISING = cell(
     "import torch\n"
     "shape = torch.ones(2).shape\n"
     "assert shape == (3,), 'shape claim broken'"
 )
-
-
-def rebuild(repo, langs=("zh",)):
-    return subprocess.run(
-        [sys.executable, "tools/build_book.py", "--langs", *langs],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_each_page_says_when_it_starts_and_how_it_ended(clean_book):
@@ -43,7 +30,7 @@ def test_a_page_whose_cells_did_not_change_says_from_cache(scratch):
     (scratch / "docs/zh/index.md").write_text(
         HEADER + "More prose.\n\n" + cell("print(6 * 7)"), encoding="utf-8"
     )
-    again = rebuild(scratch)
+    again = run_build(scratch)
     done = next(line for line in again.stdout.splitlines() if "done  index" in line)
     assert done.endswith(", from cache"), done
 
@@ -71,7 +58,7 @@ def test_a_raising_cell_gets_a_short_message_and_a_log(scratch):
 
 def test_a_failed_page_fails_a_rebuild_with_no_change_until_it_is_fixed(scratch):
     assert build(scratch, RAISING).returncode != 0
-    again = rebuild(scratch)  # nothing changed: the page is read again anyway
+    again = run_build(scratch)  # nothing changed: the page is read again anyway
     assert again.returncode != 0
     assert "raised AssertionError: shape claim broken" in again.stdout
     assert build(scratch, cell("print('fixed')")).returncode == 0
@@ -84,7 +71,7 @@ def test_a_slow_cell_says_which_after_how_long_and_how_to_raise_the_limit(scratc
     for lang in ("zh", "en"):
         (scratch / "docs" / lang).mkdir(parents=True, exist_ok=True)
         (scratch / "docs" / lang / "index.md").write_text(page, encoding="utf-8")
-    result = rebuild(scratch)
+    result = run_build(scratch)
     assert result.returncode != 0
     assert "docs/zh/index.md: code cell 1 (line " in result.stdout
     assert "did not finish within 2 s" in result.stdout

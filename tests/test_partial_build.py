@@ -4,10 +4,8 @@ It goes to its own folder, reads every page so that links and references are
 checked as in the full build, and executes only the pages it names.
 """
 
-import subprocess
-import sys
-
 from conftest import HEADER, cell
+from conftest import run_build as build
 
 PAGES = {
     "index": "```{toctree}\na\nb\nglossary\n```\n",
@@ -28,17 +26,6 @@ def write_pages(repo, pages):
             (folder / f"{name}.md").write_text(
                 HEADER.replace("# Page", f"# {name}") + body, encoding="utf-8"
             )
-
-
-def build(repo, *args):
-    return subprocess.run(
-        [sys.executable, "tools/build_book.py", "--langs", "zh", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_a_partial_build_has_its_own_folder_and_executes_only_its_pages(scratch):

@@ -74,6 +74,15 @@ def format_page(text: str) -> tuple[str, list[int]]:
     return CODE_CELL.sub(one, text), changed
 
 
+def pages_of(paths: list[Path]) -> list[Path]:
+    """The pages named: a docs folder stands for every page of both editions."""
+    return [
+        page
+        for path in paths
+        for page in (sorted(path.glob("*/*.md")) if path.is_dir() else [path])
+    ]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
@@ -86,11 +95,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     dirty = 0
-    pages = [
-        p
-        for arg in args.paths
-        for p in (sorted(arg.glob("*/*.md")) if arg.is_dir() else [arg])
-    ]
+    pages = pages_of(args.paths)
     for path in pages:
         text = path.read_text(encoding="utf-8")
         new, changed = format_page(text)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from format_cells import CODE_CELL, split_options  # noqa: E402
+from format_cells import CODE_CELL, pages_of, split_options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_IGNORES = ["E402", "B018"]
@@ -83,11 +83,7 @@ def main(argv=None) -> int:
         help="the docs folder (every page of both editions) or single pages",
     )
     args = parser.parse_args(argv)
-    pages = [
-        p.resolve()
-        for arg in args.paths
-        for p in (sorted(arg.glob("*/*.md")) if arg.is_dir() else [arg])
-    ]
+    pages = [page.resolve() for page in pages_of(args.paths)]
     problems = [problem for page in pages for problem in lint_page(page)]
     for problem in problems:
         print(problem)
