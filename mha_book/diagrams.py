@@ -1,0 +1,163 @@
+"""Explanatory diagrams drawn from the objects they depict.
+
+Each function computes what it shows with the code the book teaches (or with
+PyTorch itself), draws it with :func:`mha_book.plot.new_figure`, and returns
+``(figure, facts)``: the numbers it drew, so that a page can assert them.
+Labels follow the book's language (:func:`mha_book.book.pick`).
+
+- :func:`causal_alignment`: a causal mask with T != S, aligned at the top
+  left (PyTorch's ``is_causal=True``) and at the bottom right
+  (:func:`~mha_book.masks.causal_mask`, what a KV cache needs); chapter
+  13-mqa-gqa-kv-cache.
+- :func:`kv_head_sharing`: which key/value head each query head reads in
+  MHA, GQA and MQA (:func:`~mha_book.heads.repeat_kv`); chapter 13.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from mha_book._checks import check_positive_int
+from mha_book.book import pick
+from mha_book.heads import repeat_kv
+from mha_book.masks import causal_mask
+from mha_book.plot import new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["torch_is_causal_mask", "causal_alignment", "kv_head_sharing"]
+
+
+def torch_is_causal_mask(T: int, S: int) -> torch.Tensor:
+    """The keys each query may attend under PyTorch's ``is_causal=True``.
+
+    Read off PyTorch itself: with all-zero queries and keys every allowed key
+    gets the same weight, and with the identity as values the output row of
+    query ``i`` is its weight row, so its non-zero entries are the allowed keys.
+
+    Shape:
+        - output: ``(T, S)`` bool, True = may attend
+
+    Example:
+        >>> torch_is_causal_mask(2, 3).int()
+        tensor([[1, 0, 0],
+                [1, 1, 0]], dtype=torch.int32)
+    """
+    T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
+    q, k = torch.zeros(1, 1, T, 1), torch.zeros(1, 1, S, 1)  # (1, 1, T|S, D=1)
+    v = torch.eye(S)[None, None]  # (1, 1, S, S): value j is the one-hot vector j
+    weights = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return weights[0, 0] > 0  # (T, S)
+
+
+def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Tensor]]:
+    """Top-left against bottom-right causal masks for T queries and S keys.
+
+    Returns the figure and ``{"top_left": ..., "bottom_right": ...}``, the
+    two ``(T, S)`` bool masks drawn (True = may attend).
+
+    Example:
+        >>> fig, masks = causal_alignment(3, 7)
+        >>> masks["bottom_right"].sum().item(), masks["top_left"].sum().item()
+        (18, 6)
+    """
+    masks = {"top_left": torch_is_causal_mask(T, S), "bottom_right": causal_mask(T, S)}
+    titles = {
+        "top_left": pick(
+            "左上对齐：PyTorch 的 is_causal=True", "top left: PyTorch's is_causal=True"
+        ),
+        "bottom_right": pick(
+            "右下对齐：causal_mask，KV 缓存所需",
+            "bottom right: causal_mask, for a KV cache",
+        ),
+    }
+    fig = new_figure(figsize=(5.0, 1.3 + 1.05 * T * 2 * 0.45))
+    axes = fig.subplots(2, 1)
+    for ax, (name, mask) in zip(axes, masks.items()):
+        ax.imshow(mask.int().numpy(), cmap="Blues", vmin=0, vmax=1.6, aspect="equal")
+        for i in range(T):
+            for j in range(S):
+                ax.text(
+                    j,
+                    i,
+                    "1" if mask[i, j] else "0",
+                    ha="center",
+                    va="center",
+                    fontsize=10,
+                    color="white" if mask[i, j] else "black",
+                )
+        ax.set_title(titles[name], fontsize=10)
+        ax.set_xticks(range(S), range(S), fontsize=10)
+        ax.set_yticks(range(T), range(T), fontsize=10)
+        ax.set_xlabel(pick("键 j", "key j"), fontsize=10)
+        ax.set_ylabel(pick("查询 i", "query i"), fontsize=10)
+    return fig, masks
+
+
+def kv_head_sharing(
+    num_heads: int = 8, num_kv_heads: Sequence[int] = (8, 2, 1)
+) -> tuple[Figure, dict[int, list[int]]]:
+    """Lines from each query head to the key/value head it reads.
+
+    The mapping is computed by :func:`~mha_book.heads.repeat_kv` on the kv
+    heads' own indices, the code the module runs before attending.
+
+    Returns the figure and ``{num_kv_heads: [kv head of query head 0, 1, ...]}``.
+
+    Example:
+        >>> fig, reads = kv_head_sharing(4, (4, 2, 1))
+        >>> reads
+        {4: [0, 1, 2, 3], 2: [0, 0, 1, 1], 1: [0, 0, 0, 0]}
+    """
+    H = check_positive_int(num_heads, "num_heads")
+    reads = {}
+    for hkv in num_kv_heads:
+        if check_positive_int(hkv, "num_kv_heads") > H or H % hkv:
+            raise ValueError(f"num_kv_heads must divide num_heads = {H}, got {hkv}")
+        index = torch.arange(hkv).view(1, hkv, 1, 1)  # (B=1, Hkv, S=1, D=1)
+        reads[hkv] = repeat_kv(index, H // hkv).flatten().tolist()  # (H,)
+    fig = new_figure(figsize=(4.4, 1.55 * len(reads)))
+    axes = fig.subplots(len(reads), 1, squeeze=False)[:, 0]
+    for ax, (hkv, kv_of) in zip(axes, reads.items()):
+        name = "MHA" if hkv == H else "MQA" if hkv == 1 else "GQA"
+        colours = [f"C{k % 10}" for k in range(hkv)]
+        kv_x = [(k + 0.5) * H / hkv - 0.5 for k in range(hkv)]  # centred under groups
+        for h, k in enumerate(kv_of):
+            ax.plot([h, kv_x[k]], [1, 0], color=colours[k], lw=1.5, zorder=1)
+            ax.text(
+                h,
+                1,
+                f"q{h}",
+                ha="center",
+                va="center",
+                fontsize=10,
+                zorder=2,
+                bbox={"boxstyle": "round", "fc": "white", "ec": colours[k]},
+            )
+        for k in range(hkv):
+            ax.text(
+                kv_x[k],
+                0,
+                f"kv{k}",
+                ha="center",
+                va="center",
+                fontsize=10,
+                color="white",
+                zorder=2,
+                bbox={"boxstyle": "round", "fc": colours[k], "ec": colours[k]},
+            )
+        ax.set_title(
+            pick(
+                f"{name}：{H} 个查询头，{hkv} 个键/值头",
+                f"{name}: {H} query heads, {hkv} key/value head{'s' * (hkv > 1)}",
+            ),
+            fontsize=10,
+        )
+        ax.set_xlim(-0.7, H - 0.3)
+        ax.set_ylim(-0.45, 1.45)
+        ax.set_axis_off()
+    return fig, reads
