@@ -11,6 +11,8 @@ Labels follow the book's language (:func:`mha_book.book.pick`).
   13-mqa-gqa-kv-cache.
 - :func:`kv_head_sharing`: which key/value head each query head reads in
   MHA, GQA and MQA (:func:`~mha_book.heads.repeat_kv`); chapter 13.
+- :func:`kv_cache_growth`: the cache of a real module filling up, one token
+  per step, with the keys' shape after each step; chapter 13.
 """
 
 from __future__ import annotations
@@ -23,13 +25,19 @@ import torch
 from mha_book._checks import check_positive_int
 from mha_book.book import pick
 from mha_book.heads import repeat_kv
+from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["torch_is_causal_mask", "causal_alignment", "kv_head_sharing"]
+__all__ = [
+    "torch_is_causal_mask",
+    "causal_alignment",
+    "kv_head_sharing",
+    "kv_cache_growth",
+]
 
 
 def torch_is_causal_mask(T: int, S: int) -> torch.Tensor:
@@ -161,3 +169,67 @@ def kv_head_sharing(
         ax.set_ylim(-0.45, 1.45)
         ax.set_axis_off()
     return fig, reads
+
+
+def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, list[tuple[int, ...]]]:
+    """Decode ``x`` one token at a time and draw the cache after every step.
+
+    Runs ``module.forward_step`` on each token of ``x`` with a fresh
+    :class:`~mha_book.kv_cache.KVCache` and records ``cache.keys.shape``
+    after each step; row ``t`` of the figure shows the ``t + 1`` cached
+    positions, the newest one marked, labelled with that shape.
+
+    Args:
+        module: A :class:`~mha_book.module.MultiHeadAttention` (eval mode).
+        x: The tokens, ``(B, T, E)`` (batch first).
+
+    Returns:
+        The figure and the T recorded key shapes ``(B, Hkv, t + 1, D)``.
+
+    Example:
+        >>> from mha_book.module import MultiHeadAttention
+        >>> mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
+        >>> fig, shapes = kv_cache_growth(mha, torch.randn(1, 3, 16))
+        >>> shapes
+        [(1, 2, 1, 4), (1, 2, 2, 4), (1, 2, 3, 4)]
+    """
+    from matplotlib.patches import Rectangle
+
+    cache, shapes = KVCache(), []
+    with torch.no_grad():
+        for t in range(x.shape[1]):
+            module.forward_step(x[:, t : t + 1], cache)  # appends token t's k, v
+            shapes.append(tuple(cache.keys.shape))  # (B, Hkv, t + 1, D)
+    T = len(shapes)
+    fig = new_figure(figsize=(5.0, 0.9 + 0.42 * T))
+    ax = fig.subplots()
+    for t, shape in enumerate(shapes):
+        y = T - 1 - t
+        for j in range(t + 1):
+            newest = j == t
+            ax.add_patch(
+                Rectangle(
+                    (j, y + 0.1), 0.9, 0.8, fc="C1" if newest else "C0", ec="none"
+                )
+            )
+        ax.text(T + 0.2, y + 0.5, str(shape), va="center", fontsize=10)
+    ax.set_xlim(0, T + 0.2 + 0.2 * len(str(shapes[-1])))
+    ax.set_ylim(0, T)
+    ax.set_yticks(
+        [T - 0.5 - t for t in range(T)], [str(t) for t in range(T)], fontsize=10
+    )
+    ax.set_xticks([j + 0.45 for j in range(T)], range(T), fontsize=10)
+    ax.set_ylabel(pick("步 t", "step t"), fontsize=10)
+    ax.set_xlabel(
+        pick(
+            "缓存的位置（橙色：本步新增）", "cached positions (orange: added this step)"
+        ),
+        fontsize=10,
+    )
+    ax.set_title(
+        pick("每步之后 cache.keys 的形状", "cache.keys.shape after each step"),
+        fontsize=10,
+    )
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig, shapes

@@ -3,7 +3,12 @@
 import pytest
 import torch
 
-from mha_book.diagrams import causal_alignment, kv_head_sharing, torch_is_causal_mask
+from mha_book.diagrams import (
+    causal_alignment,
+    kv_cache_growth,
+    kv_head_sharing,
+    torch_is_causal_mask,
+)
 from mha_book.masks import causal_mask
 from mha_book.plot import smallest_text_pt
 
@@ -33,3 +38,12 @@ def test_the_sharing_diagram_follows_repeat_kv():
     assert smallest_text_pt(fig) >= 10
     with pytest.raises(ValueError, match="num_kv_heads must divide num_heads = 6"):
         kv_head_sharing(6, (4,))
+
+
+def test_the_cache_diagram_records_the_shapes_of_real_decoding():
+    from mha_book.module import MultiHeadAttention
+
+    mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
+    fig, shapes = kv_cache_growth(mha, torch.randn(3, 5, 16))
+    assert shapes == [(3, 2, t + 1, 4) for t in range(5)]
+    assert smallest_text_pt(fig) >= 10
