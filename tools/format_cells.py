@@ -83,9 +83,8 @@ def pages_of(paths: list[Path]) -> list[Path]:
     ]
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true")
+def add_pages_argument(parser: argparse.ArgumentParser) -> None:
+    """The command line's pages: a docs folder (the default) or single pages."""
     parser.add_argument(
         "paths",
         nargs="*",
@@ -93,6 +92,12 @@ def main(argv=None) -> int:
         default=[ROOT / "docs"],
         help="the docs folder (every page of both editions) or single pages",
     )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true")
+    add_pages_argument(parser)
     args = parser.parse_args(argv)
     dirty = 0
     pages = pages_of(args.paths)

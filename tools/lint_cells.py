@@ -19,7 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from format_cells import CODE_CELL, pages_of, split_options  # noqa: E402
+from format_cells import (  # noqa: E402
+    CODE_CELL,
+    add_pages_argument,
+    pages_of,
+    split_options,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_IGNORES = ["E402", "B018"]
@@ -75,13 +80,7 @@ def lint_page(path: Path) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        type=Path,
-        default=[ROOT / "docs"],
-        help="the docs folder (every page of both editions) or single pages",
-    )
+    add_pages_argument(parser)
     args = parser.parse_args(argv)
     pages = [page.resolve() for page in pages_of(args.paths)]
     problems = [problem for page in pages for problem in lint_page(page)]
