@@ -60,6 +60,9 @@ def sphinx_command(lang: str, srcdir: Path, outdir: Path, doctrees: Path) -> lis
         "-W",
         "--keep-going",
         "-q",
+        # Plain text: the output is read through a pipe, prefixed per edition
+        # and matched by the tests, even where FORCE_COLOR is set (as in CI).
+        "--no-color",
         "-d",
         str(doctrees),
         str(srcdir),
