@@ -38,6 +38,8 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx_copybutton",
     "sphinxcontrib.bibtex",
+    "sphinx_togglebutton",
+    "sphinx_exercise",
     "book_build",
     "book_progress",
 ]

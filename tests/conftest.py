@@ -145,6 +145,7 @@ BUILD_TEST_FILES = {
     "test_build_messages.py",
     "test_pages_guard_claims.py",
     "test_partial_build.py",
+    "test_exercises.py",
 }
 
 

@@ -55,8 +55,8 @@ KEYED_DIRECTIVES = {
     "figure",
     "image",
     "bibliography",
-    "exercise",
     "solution",
+    "solution-start",
 }
 INLINE_KEYED_ROLES = ("glue", "cite", "eq", "numref")
 CITE_ROLE = re.compile(r"^cite(:\w+)?$")
@@ -180,8 +180,11 @@ def _fence(tok, page: Page, line: int) -> None:
     options, body = _split_options(tok.content)
     detail = name + (f" {arg}" if name in KEYED_DIRECTIVES and arg else "")
     page.structure.append(Item("directive", detail, line))
-    if "name" in options:
-        page.structure.append(Item("label", options["name"], line))
+    for key in ("name", "label"):  # figures name themselves, exercises label
+        if key in options:
+            page.structure.append(Item("label", options[key], line))
+    if "class" in options:  # e.g. a solution collapsed as a dropdown
+        page.structure.append(Item("class", options["class"], line))
     body_offset = line + tok.content.count("\n") - body.count("\n")
     if name == "glossary":
         # One entry per unindented line; the definitions are prose.
@@ -194,7 +197,7 @@ def _fence(tok, page: Page, line: int) -> None:
             if entry.strip()
         )
     elif name in PROSE_DIRECTIVES:
-        if name == "admonition" and arg:  # the title is prose
+        if name in ("admonition", "exercise") and arg:  # the title is prose
             page.paragraphs.append(Paragraph(line, arg))
         _walk(body, page, body_offset - 1)
         page.structure.append(Item("end", name, line))
