@@ -1,18 +1,6 @@
-"""Explanatory diagrams drawn from the objects they depict.
+"""Diagrams of decoding: causal alignment, shared key/value heads, the KV cache.
 
-Each function computes what it shows with the code the book teaches (or with
-PyTorch itself), draws it with :func:`mha_book.plot.new_figure`, and returns
-``(figure, facts)``: the numbers it drew, so that a page can assert them.
-Labels follow the book's language (:func:`mha_book.book.pick`).
-
-- :func:`causal_alignment`: a causal mask with T != S, aligned at the top
-  left (PyTorch's ``is_causal=True``) and at the bottom right
-  (:func:`~mha_book.masks.causal_mask`, what a KV cache needs); chapter
-  13-mqa-gqa-kv-cache.
-- :func:`kv_head_sharing`: which key/value head each query head reads in
-  MHA, GQA and MQA (:func:`~mha_book.heads.repeat_kv`); chapter 13.
-- :func:`kv_cache_growth`: the cache of a real module filling up, one token
-  per step, with the keys' shape after each step; chapter 13.
+Chapter 13-mqa-gqa-kv-cache draws all three.
 """
 
 from __future__ import annotations
@@ -24,6 +12,7 @@ import torch
 
 from mha_book._checks import check_positive_int
 from mha_book.book import pick
+from mha_book.diagrams._draw import draw_bool_grid
 from mha_book.heads import repeat_kv
 from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
@@ -86,21 +75,8 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Te
     fig = new_figure(figsize=(5.0, 1.3 + 1.05 * T * 2 * 0.45))
     axes = fig.subplots(2, 1)
     for ax, (name, mask) in zip(axes, masks.items()):
-        ax.imshow(mask.int().numpy(), cmap="Blues", vmin=0, vmax=1.6, aspect="equal")
-        for i in range(T):
-            for j in range(S):
-                ax.text(
-                    j,
-                    i,
-                    "1" if mask[i, j] else "0",
-                    ha="center",
-                    va="center",
-                    fontsize=10,
-                    color="white" if mask[i, j] else "black",
-                )
+        draw_bool_grid(ax, mask)
         ax.set_title(titles[name], fontsize=10)
-        ax.set_xticks(range(S), range(S), fontsize=10)
-        ax.set_yticks(range(T), range(T), fontsize=10)
         ax.set_xlabel(pick("键 j", "key j"), fontsize=10)
         ax.set_ylabel(pick("查询 i", "query i"), fontsize=10)
     return fig, masks

@@ -1,0 +1,28 @@
+"""Explanatory diagrams drawn from the objects they depict.
+
+Each function computes what it shows with the code the book teaches (or with
+PyTorch itself), draws it with :func:`mha_book.plot.new_figure`, and returns
+``(figure, facts)``: the numbers it drew, so that a page can assert them.
+Labels follow the book's language (:func:`mha_book.book.pick`). One module
+per idea; the chapter that teaches the idea draws it:
+
+- :mod:`~mha_book.diagrams.decoding` (chapter 13): :func:`causal_alignment`,
+  top-left against bottom-right causal masks when T != S (PyTorch's
+  ``is_causal=True`` against :func:`~mha_book.masks.causal_mask`);
+  :func:`kv_head_sharing`, which key/value head each query head reads in MHA,
+  GQA and MQA; :func:`kv_cache_growth`, a real module's cache filling up.
+"""
+
+from mha_book.diagrams.decoding import (
+    causal_alignment,
+    kv_cache_growth,
+    kv_head_sharing,
+    torch_is_causal_mask,
+)
+
+__all__ = [
+    "torch_is_causal_mask",
+    "causal_alignment",
+    "kv_head_sharing",
+    "kv_cache_growth",
+]
