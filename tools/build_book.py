@@ -81,7 +81,8 @@ def build_env(lang: str, build: Path, pages: list[str] | None = None) -> dict[st
         # A partial build executes only these pages, and shares the full
         # build's executed notebooks and stored results (keyed by digest).
         env["MHA_BOOK_PAGES"] = ",".join(pages)
-        env["MHA_BOOK_EXEC_CACHE"] = str(FULL_BUILD / "jupyter_cache")
+        # (Several partial builds at once: give each its own MHA_BOOK_EXEC_CACHE.)
+        env.setdefault("MHA_BOOK_EXEC_CACHE", str(FULL_BUILD / "jupyter_cache"))
         env["MHA_BOOK_ARTIFACTS"] = str(FULL_BUILD / "artifacts")
     # Two builds run at once on two cores: one thread each for torch/BLAS.
     env.setdefault("OMP_NUM_THREADS", "1")
