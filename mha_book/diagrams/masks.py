@@ -45,9 +45,10 @@ def mask_broadcast(
         - facts["mask"]: ``(B, 1, T, S)`` bool, True = may attend
 
     Returns:
-        The figure and ``{"shapes": {"padding", "causal", "combined",
-        "scores"}, "mask": the combined mask}``; ``"scores"`` is
-        :func:`torch.broadcast_shapes` of the three masks and ``(B, H, T, S)``.
+        The figure and a dict: ``"shapes"``, the shapes of ``"padding"``,
+        ``"causal"``, ``"combined"`` and ``"scores"`` (the
+        :func:`torch.broadcast_shapes` of the three masks and ``(B, H, T, S)``),
+        and ``"mask"``, the combined mask.
 
     Example:
         >>> fig, facts = mask_broadcast([3, 2], 3, num_heads=4)

@@ -131,9 +131,10 @@ def head_split_layout(
         - x: ``(1, T, E)``, contiguous, with ``T·E <= 16``
 
     Returns:
-        The figure and ``{"x" | "view" | "split" | "merged" | "no_transpose":
-        {"shape", "stride", "offsets"}, "view_error": str or None}``;
-        ``view_error`` is what ``.view(B, T, E)`` on the split tensor raised.
+        The figure and a dict: for each panel (``"x"``, ``"view"``,
+        ``"split"``, ``"merged"``, ``"no_transpose"``) a dict of ``"shape"``,
+        ``"stride"`` and ``"offsets"``; and ``"view_error"``, what
+        ``.view(B, T, E)`` on the split tensor raised (None if nothing).
 
     Example:
         >>> fig, layout = head_split_layout(torch.arange(12).view(1, 3, 4), 2)
