@@ -69,6 +69,8 @@ def mha_data_flow(
         >>> shapes["q_heads"], shapes["scores"], shapes["output"]
         ((1, 2, 3, 4), (1, 2, 3, 3), (1, 3, 8))
     """
+    from matplotlib.transforms import blended_transform_factory
+
     trace = trace_shapes(module, query, key, value).as_dict()  # checks its arguments
     drawn = ["query", "key", "value"] + [s for _, st in _STEPS for s in st]
     drawn[drawn.index("context") : drawn.index("context")] = ["scores", "weights"]
@@ -89,22 +91,26 @@ def mha_data_flow(
     heights = [1.6 if "\n" in text else 1.0 for _, text in rows]
     fig = new_figure(figsize=(5.0, 0.25 + 0.3 * sum(heights)))
     ax = fig.subplots()
+    ax.set_ylim(0, sum(heights))
+    ax.set_axis_off()
+    inches = blended_transform_factory(fig.dpi_scale_trans, ax.transData)  # x in in
     y = sum(heights)
     for (kind, text), h in zip(rows, heights):
         mid = y - h / 2
         if kind == "box":
             box = {"boxstyle": "round", "fc": "#dbe8f5", "ec": "C0"}
-            ax.text(0.0, mid, text, va="center", fontsize=10, bbox=box)
+            ax.text(
+                0.15, mid, text, va="center", fontsize=10, bbox=box, transform=inches
+            )
         else:
             arrow = {"arrowstyle": "-|>", "color": "0.3", "lw": 1.2}
-            ax.annotate(
-                "", xy=(0.05, y - h + 0.1), xytext=(0.05, y - 0.1), arrowprops=arrow
-            )
-            ax.text(0.1, mid, text, va="center", fontsize=10)
+            ends = {"xy": (0.4, y - h + 0.1), "xytext": (0.4, y - 0.1)}
+            ax.annotate("", **ends, xycoords=inches, arrowprops=arrow)
+            ax.text(0.65, mid, text, va="center", fontsize=10, transform=inches)
         y -= h
-    ax.set_xlim(-0.02, 1.0)
-    ax.set_ylim(0, sum(heights))
-    ax.set_axis_off()
+    fig.draw_without_rendering()  # the figure as wide as its longest text, <= 5 in
+    right = max(t.get_window_extent().x1 for t in ax.texts) / fig.dpi
+    fig.set_size_inches(min(5.0, right + 0.15), fig.get_size_inches()[1])
     return fig, shapes
 
 
