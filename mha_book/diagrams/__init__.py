@@ -11,6 +11,13 @@ per idea; the chapter that teaches the idea draws it:
   ``is_causal=True`` against :func:`~mha_book.masks.causal_mask`);
   :func:`kv_head_sharing`, which key/value head each query head reads in MHA,
   GQA and MQA; :func:`kv_cache_growth`, a real module's cache filling up.
+- :mod:`~mha_book.diagrams.scores` (chapter 02): :func:`attention_matrices`,
+  every matrix of scaled dot-product attention with its numbers.
+- :mod:`~mha_book.diagrams.patterns` (chapter 06): :func:`attention_patterns`,
+  which positions each query reads in an encoder-decoder's three attention
+  blocks, from the weights of real layers.
+- :mod:`~mha_book.diagrams.tiling` (chapter 12): :func:`online_softmax_tiles`,
+  the order of FlashAttention's tiles and the running max and sum after each.
 """
 
 from mha_book.diagrams.decoding import (
@@ -19,10 +26,16 @@ from mha_book.diagrams.decoding import (
     kv_head_sharing,
     torch_is_causal_mask,
 )
+from mha_book.diagrams.patterns import attention_patterns
+from mha_book.diagrams.scores import attention_matrices
+from mha_book.diagrams.tiling import online_softmax_tiles
 
 __all__ = [
     "torch_is_causal_mask",
     "causal_alignment",
     "kv_head_sharing",
     "kv_cache_growth",
+    "attention_matrices",
+    "attention_patterns",
+    "online_softmax_tiles",
 ]
