@@ -7,6 +7,7 @@ from mha_book.diagrams import (
     attention_matrices,
     attention_patterns,
     causal_alignment,
+    kernel_choice,
     kv_cache_growth,
     kv_head_sharing,
     online_softmax_tiles,
@@ -168,3 +169,42 @@ def test_the_matrices_diagram_names_bad_arguments():
         attention_matrices(x[None], x, x)
     with pytest.raises(ValueError, match="k must have the head dim D of q"):
         attention_matrices(x, torch.randn(3, 3), x)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_kernel_table_records_what_the_module_ran(monkeypatch, lang):
+    from mha_book.book import LANG_ENV_VAR
+    from mha_book.kernels import ATTENTION_KERNELS
+
+    monkeypatch.setenv(LANG_ENV_VAR, lang)
+    before = dict(ATTENTION_KERNELS)
+    fig, runs = kernel_choice(4)
+    assert ATTENTION_KERNELS == before  # every kernel put back
+    assert set(runs) == {(k, w) for k in [None, *before] for w in (True, False)}
+    assert runs[(None, True)] == {
+        "ran": "explicit",
+        "weights": (1, 2, 4, 4),
+        "error": None,
+    }
+    assert runs[(None, False)] == {"ran": "fused", "weights": None, "error": None}
+    for name in before:
+        assert runs[(name, False)] == {"ran": name, "weights": None, "error": None}
+        assert runs[(name, True)]["ran"] == name
+        refused = runs[(name, True)]["error"]
+        assert (refused is None) == (name == "explicit")
+        if refused:
+            assert f"kernel {name!r} forms no weights" in refused
+    label = {"zh": "kernel=None（默认）", "en": "kernel=None (default)"}[lang]
+    assert label in _texts(fig)
+    assert smallest_text_pt(fig) >= 10
+
+
+def test_the_kernel_table_names_bad_arguments_and_restores_the_registry():
+    from mha_book.kernels import ATTENTION_KERNELS
+
+    before = dict(ATTENTION_KERNELS)
+    with pytest.raises(ValueError, match="tokens must be a positive int, got 0"):
+        kernel_choice(0)
+    with pytest.raises(TypeError, match="tokens must be a positive int, got float"):
+        kernel_choice(2.0)
+    assert ATTENTION_KERNELS == before

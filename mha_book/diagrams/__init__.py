@@ -18,6 +18,9 @@ per idea; the chapter that teaches the idea draws it:
   blocks, from the weights of real layers.
 - :mod:`~mha_book.diagrams.tiling` (chapter 12): :func:`online_softmax_tiles`,
   the order of FlashAttention's tiles and the running max and sum after each.
+- :mod:`~mha_book.diagrams.registry` (chapter 09): :func:`kernel_choice`,
+  which registered kernel a module runs for each ``kernel=`` and
+  ``need_weights``, recorded by calling real modules.
 """
 
 from mha_book.diagrams.decoding import (
@@ -27,6 +30,7 @@ from mha_book.diagrams.decoding import (
     torch_is_causal_mask,
 )
 from mha_book.diagrams.patterns import attention_patterns
+from mha_book.diagrams.registry import kernel_choice
 from mha_book.diagrams.scores import attention_matrices
 from mha_book.diagrams.tiling import online_softmax_tiles
 
@@ -38,4 +42,5 @@ __all__ = [
     "attention_matrices",
     "attention_patterns",
     "online_softmax_tiles",
+    "kernel_choice",
 ]
