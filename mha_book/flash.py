@@ -128,8 +128,13 @@ def _scores_tile(qi, kj, mask, rows, cols):
     return s
 
 
-def _forward(q, k, v, mask, scale, bq, bk):
-    """Tiled forward pass: output (..., T, Dv) and float32-or-wider log-sum-exp."""
+def _forward(q, k, v, mask, scale, bq, bk, on_tile=None):
+    """Tiled forward pass: output (..., T, Dv) and float32-or-wider log-sum-exp.
+
+    ``on_tile(rows, cols, s, m, l)``, if given, is called after each tile with
+    the tile's scores and the running statistics it left (chapter 12's diagram
+    of the tiles, :func:`mha_book.diagrams.online_softmax_tiles`, records them).
+    """
     T, S, Dv = q.shape[-2], k.shape[-2], v.shape[-1]
     acc_dtype = _acc_dtype(q.dtype)
     out = q.new_empty(*q.shape[:-1], Dv)  # (..., T, Dv), the input dtype
@@ -144,6 +149,8 @@ def _forward(q, k, v, mask, scale, bq, bk):
             vj = v[..., cols[0] : cols[1], :].to(acc_dtype)  # (..., bk, Dv)
             s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
             m, l, acc = online_softmax_update(m, l, acc, s, vj)
+            if on_tile is not None:
+                on_tile(rows, cols, s, m, l)
         empty = l == 0  # (..., bq): fully masked rows
         out[..., rows[0] : rows[1], :] = (
             acc / l.masked_fill(empty, 1.0)[..., None]

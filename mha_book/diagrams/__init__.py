@@ -18,6 +18,16 @@ per idea; the chapter that teaches the idea draws it:
   ``merge_heads``.
 - :mod:`~mha_book.diagrams.masks` (chapter 05): :func:`mask_broadcast`, a
   padding mask and a causal mask broadcast to the scores and combined with ``&``.
+- :mod:`~mha_book.diagrams.scores` (chapter 02): :func:`attention_matrices`,
+  every matrix of scaled dot-product attention with its numbers.
+- :mod:`~mha_book.diagrams.patterns` (chapter 06): :func:`attention_patterns`,
+  which positions each query reads in an encoder-decoder's three attention
+  blocks, from the weights of real layers.
+- :mod:`~mha_book.diagrams.tiling` (chapter 12): :func:`online_softmax_tiles`,
+  the order of FlashAttention's tiles and the running max and sum after each.
+- :mod:`~mha_book.diagrams.registry` (chapter 09): :func:`kernel_choice`,
+  which registered kernel a module runs for each ``kernel=`` and
+  ``need_weights``, recorded by calling real modules.
 """
 
 from mha_book.diagrams.decoding import (
@@ -27,7 +37,11 @@ from mha_book.diagrams.decoding import (
     torch_is_causal_mask,
 )
 from mha_book.diagrams.masks import mask_broadcast
+from mha_book.diagrams.patterns import attention_patterns
+from mha_book.diagrams.registry import kernel_choice
+from mha_book.diagrams.scores import attention_matrices
 from mha_book.diagrams.shapes import head_split_layout, mha_data_flow
+from mha_book.diagrams.tiling import online_softmax_tiles
 
 __all__ = [
     "torch_is_causal_mask",
@@ -37,4 +51,8 @@ __all__ = [
     "mha_data_flow",
     "head_split_layout",
     "mask_broadcast",
+    "attention_matrices",
+    "attention_patterns",
+    "online_softmax_tiles",
+    "kernel_choice",
 ]

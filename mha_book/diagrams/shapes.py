@@ -17,7 +17,7 @@ import torch
 
 from mha_book._checks import check_rank, check_tensor, fmt_shape
 from mha_book.book import pick
-from mha_book.diagrams._draw import draw_number_grid, grid_axes
+from mha_book.diagrams._draw import draw_offset_grid, grid_axes
 from mha_book.heads import merge_heads, split_heads
 from mha_book.plot import new_figure
 from mha_book.trace import trace_shapes
@@ -197,7 +197,7 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
 
     x = layout["x"]
     flat = torch.arange(T * E)[None]  # (1, T·E): storage positions in order
-    draw_number_grid(axes["x"], flat, head_of(flat))
+    draw_offset_grid(axes["x"], flat, head_of(flat))
     axes["x"].set_title(
         f"x {fmt_shape(x['shape'])}, {stride} {fmt_shape(x['stride'])}"
         + pick("：存储中的顺序", ": its storage, in order"),
@@ -206,15 +206,15 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
     grid_axes(axes["x"], T * E, 1)
     view, split = layout["view"]["offsets"][0], layout["split"]["offsets"][0]
     for h in range(H):  # view: (T, H, D), heads side by side; split: (H, T, D), stacked
-        draw_number_grid(
+        draw_offset_grid(
             axes["view"], view[:, h], head_of(view[:, h]), x0=h * (D + gap)
         )
-        draw_number_grid(axes["split"], split[h], head_of(split[h]), y0=h * (T + gap))
+        draw_offset_grid(axes["split"], split[h], head_of(split[h]), y0=h * (T + gap))
     grid_axes(axes["view"], E + gap * (H - 1), T)
     grid_axes(axes["split"], D, stacked)
     for name in ("merged", "no_transpose"):
         offsets = layout[name]["offsets"][0]  # (T, E)
-        draw_number_grid(axes[name], offsets, head_of(offsets))
+        draw_offset_grid(axes[name], offsets, head_of(offsets))
         grid_axes(axes[name], E, T)
     titles = {
         "view": "x.view",

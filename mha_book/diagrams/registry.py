@@ -1,0 +1,125 @@
+"""Which attention kernel the module runs, for each ``kernel=`` and ``need_weights``.
+
+Chapter 09-summary draws it. Nothing is read from the documentation: the
+diagram builds real :class:`~mha_book.module.MultiHeadAttention` modules,
+calls them, and records which entry of
+:data:`~mha_book.kernels.ATTENTION_KERNELS` ran (each entry is wrapped for
+the duration of the call, then put back).
+
+Legend: B batch, H heads, T query length, S key length, E = H·D.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from mha_book._checks import check_positive_int
+from mha_book.book import pick
+from mha_book.kernels import ATTENTION_KERNELS
+from mha_book.module import MultiHeadAttention
+from mha_book.plot import new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["kernel_choice"]
+
+
+def _run(kernel: str | None, need_weights: bool, x: torch.Tensor) -> dict:
+    """Call a module built with ``kernel``; record what ran and what came back."""
+    module = MultiHeadAttention(x.shape[-1], 2, kernel=kernel).eval()
+    ran, saved = [], dict(ATTENTION_KERNELS)
+
+    def spy(name, fn):
+        def recorded(*args, **kwargs):
+            ran.append(name)
+            return fn(*args, **kwargs)
+
+        return recorded
+
+    result = {"ran": None, "weights": None, "error": None}
+    try:
+        ATTENTION_KERNELS.update({name: spy(name, fn) for name, fn in saved.items()})
+        with torch.no_grad():
+            _, weights = module(x, x, x, need_weights=need_weights)
+        result["weights"] = None if weights is None else tuple(weights.shape)
+    except ValueError as err:
+        result["error"] = str(err)
+    finally:
+        ATTENTION_KERNELS.update(saved)
+    result["ran"] = ran[0] if ran else None
+    return result
+
+
+def kernel_choice(
+    tokens: int = 3,
+) -> tuple[Figure, dict[tuple[str | None, bool], dict]]:
+    """A table of the kernel that ran for each ``kernel=`` and ``need_weights``.
+
+    Rows: ``kernel=None`` (the default) and every name in
+    :data:`~mha_book.kernels.ATTENTION_KERNELS`; columns: ``need_weights``
+    True and False. A cell names the kernel that ran and whether weights came
+    back, or says that the module refused the call.
+
+    Shape:
+        - the input: ``(B, T, E) = (1, tokens, 8)``, self-attention, 2 heads
+        - facts: ``{(kernel, need_weights): {"ran", "weights", "error"}}``
+          with the kernel that ran, the weights' shape ``(B, H, T, S)`` or
+          None, and the ``ValueError`` message or None
+
+    Example:
+        >>> fig, runs = kernel_choice()
+        >>> runs[(None, True)]["ran"], runs[(None, False)]["ran"]
+        ('explicit', 'fused')
+        >>> runs[(None, True)]["weights"]
+        (1, 2, 3, 3)
+    """
+    T = check_positive_int(tokens, "tokens")
+    x = torch.randn(1, T, 8)  # (B, T, E)
+    names = [None, *sorted(ATTENTION_KERNELS)]
+    runs = {(k, w): _run(k, w, x) for k in names for w in (True, False)}
+    return _draw(runs, names), runs
+
+
+def _draw(runs: dict, names: list) -> Figure:
+    """The table: one row per ``kernel=``, one column per ``need_weights``."""
+    from matplotlib.patches import Rectangle
+
+    colour = {name: f"C{i}" for i, name in enumerate(sorted(ATTENTION_KERNELS))}
+    fig = new_figure(figsize=(5.0, 0.75 + 0.55 * len(names)))
+    ax = fig.subplots()
+    for col, w in enumerate((True, False)):
+        ax.text(col + 0.5, -0.15, f"need_weights={w}", ha="center", va="bottom")
+    for row, name in enumerate(names):
+        label = (
+            pick("kernel=None（默认）", "kernel=None (default)")
+            if name is None
+            else f"kernel={name!r}"
+        )
+        ax.text(-0.06, row + 0.5, label, ha="right", va="center")
+        for col, w in enumerate((True, False)):
+            run = runs[(name, w)]
+            if run["error"] is None:
+                text = run["ran"] + (
+                    pick(" + 权重", " + weights") if run["weights"] else ""
+                )
+                fc = colour[run["ran"]]
+            else:
+                text, fc = f"{run['ran']}\nValueError", "0.85"  # refused after
+            ax.add_patch(
+                Rectangle(
+                    (col + 0.03, row + 0.06),
+                    0.94,
+                    0.88,
+                    fc=fc,
+                    alpha=0.35 if run["error"] is None else 1,
+                )
+            )
+            ax.text(col + 0.5, row + 0.5, text, ha="center", va="center")
+    for text in ax.texts:
+        text.set_fontsize(10)
+    ax.set(xlim=(-1.25, 2), ylim=(len(names), -0.55))
+    ax.set_axis_off()
+    return fig
