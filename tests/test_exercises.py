@@ -7,8 +7,13 @@ wrong solution fails the build. The page tests read the real chapters.
 """
 
 import re
+import sys
 
-from conftest import build, cell
+import pytest
+from conftest import ROOT, build, cell
+
+sys.path.insert(0, str(ROOT / "tools"))
+from page_model import read_page  # noqa: E402
 
 EXERCISE = """## Exercises
 
@@ -43,3 +48,47 @@ def test_a_wrong_solution_fails_the_build(scratch):
     assert result.returncode != 0
     assert "docs/zh/index.md: code cell 1" in result.stdout
     assert "raised AssertionError" in result.stdout
+
+
+# --- the real chapters ----------------------------------------------------------
+CHAPTERS = [f"{n:02d}" for n in range(2, 14)]
+
+
+def chapter_page(lang: str, number: str):
+    [path] = (ROOT / "docs" / lang).glob(f"{number}-*.md")
+    return read_page(path)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("number", CHAPTERS)
+def test_every_chapter_ends_with_three_solved_exercises(lang, number):
+    items = chapter_page(lang, number).structure
+    exercises = [
+        next(i.detail for i in items[k:] if i.kind == "label")
+        for k, i in enumerate(items)
+        if i.kind == "directive" and i.detail == "exercise"
+    ]
+    solved = [
+        i.detail.split()[1]
+        for i in items
+        if i.kind == "directive"
+        and i.detail.split()[0] in ("solution", "solution-start")
+    ]
+    assert len(exercises) >= 3, exercises
+    assert all(label.startswith(f"ex-{number}-") for label in exercises), exercises
+    assert sorted(solved) == sorted(exercises)  # one solution each
+    assert any(
+        i.kind == "directive" and i.detail.startswith("solution-start ") for i in items
+    )  # at least one solution runs code
+    classes = [i.detail for i in items if i.kind == "class"]
+    assert classes.count("dropdown") >= len(solved)  # every solution collapsed
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("number", CHAPTERS)
+def test_every_chapter_has_a_figure(lang, number):
+    items = chapter_page(lang, number).structure
+    assert any(
+        i.kind == "directive" and i.detail.split()[0] in ("glue:figure", "figure")
+        for i in items
+    )
