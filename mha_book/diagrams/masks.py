@@ -52,8 +52,10 @@ def mask_broadcast(
 
     Example:
         >>> fig, facts = mask_broadcast([3, 2], 3, num_heads=4)
-        >>> facts["shapes"]
-        {'padding': (2, 1, 1, 3), 'causal': (3, 3), 'combined': (2, 1, 3, 3), 'scores': (2, 4, 3, 3)}
+        >>> facts["shapes"]["padding"], facts["shapes"]["causal"]
+        ((2, 1, 1, 3), (3, 3))
+        >>> facts["shapes"]["combined"], facts["shapes"]["scores"]
+        ((2, 1, 3, 3), (2, 4, 3, 3))
         >>> facts["mask"][1, 0].int()
         tensor([[1, 0, 0],
                 [1, 1, 0],
