@@ -24,10 +24,10 @@ the log-sum-exp ``m + log(l)`` of every row (``O(T)`` numbers) and recomputes
 each tile of weights from them, as FlashAttention does.
 
 Masks are bool, True = may attend, broadcastable to ``(..., T, S)``; they are
-sliced tile by tile, and so is an additive float ``bias`` (added to each tile
-of scores before the mask, in the forward and the backward pass; its gradient,
-when asked for, is each tile's score gradient). Fully masked rows give zeros (``l == 0``), with zero
-gradients, never NaN.
+sliced tile by tile, and so is an additive float ``bias``, added to each tile
+of scores before the mask in the forward and the backward pass (its gradient,
+when asked for, is each tile's score gradient). Fully masked rows give zeros
+(``l == 0``), with zero gradients, never NaN.
 
 With float16 or bfloat16 inputs every tile is computed in float32, and the
 running max, running sum, output accumulator and gradient accumulators are

@@ -10,9 +10,9 @@ Every kernel has the signature of :data:`AttentionKernel`::
 
 with q ``(B, H, T, D)``, k ``(B, H, S, D)``, v ``(B, H, S, Dv)``, a bool mask
 (True = may attend) and a finite float ``bias`` added to the scaled scores
-before the mask (ALiBi, :mod:`mha_book.alibi`), both broadcastable to
-``(B, H, T, S)``, output
-``(B, H, T, Dv)`` and weights ``(B, H, T, S)`` from kernels that form them.
+before the mask (ALiBi's, :mod:`mha_book.alibi`), both broadcastable to
+``(B, H, T, S)``, output ``(B, H, T, Dv)`` and weights ``(B, H, T, S)`` from
+kernels that form them.
 :class:`~mha_book.module.MultiHeadAttention` (``kernel=...``) and the
 benchmark (:mod:`mha_book.bench`) both look kernels up in
 :data:`ATTENTION_KERNELS`. Adding a kernel is one function with this

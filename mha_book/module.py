@@ -266,8 +266,9 @@ class MultiHeadAttention(nn.Module):
             need_weights: As in :meth:`forward`.
             key_mask: Optional bool ``(B, past + T)``, True at the keys (cached
                 and new) each sequence may attend, as in :meth:`forward`.
-            bias: Optional finite float bias for the new queries against all
-                keys, ``(T, past + T)`` or 4-D; e.g. ``alibi_bias(H, T, past + T)[None]``.
+            bias: Optional finite float bias of the new queries against all
+                keys, ``(T, past + T)`` or 4-D, as in :meth:`forward`; ALiBi's
+                is ``alibi_bias(H, T, past + T)[None]``.
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``

@@ -80,6 +80,18 @@ def test_explicit_kernel_equals_softmax_of_biased_scores(T_, S_):
     assert out[empty[..., 0].expand(B, H, T_)].abs().max() == 0
 
 
+def test_flash_backward_with_a_constant_bias():
+    # a bias that needs no gradient (ALiBi's) gets none; q, k, v still do
+    q, k, v = qkv()
+    bias = alibi_bias(H, T, S, dtype=F64)[None]  # (1, H, T, S)
+    out = flash_attention(q, k, v, causal_mask(T, S), bias=bias, block_size=3)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    ref = scaled_dot_product_attention(q, k, v, causal_mask(T, S), bias=bias)[0]
+    for g, r in zip(grads, torch.autograd.grad(ref.sum(), (q, k, v))):
+        assert (g - r).abs().max() <= 1e-12
+    assert bias.grad is None
+
+
 def test_a_zero_bias_changes_nothing():
     q, k, v = qkv()
     mask = random_mask()
