@@ -7,6 +7,7 @@ Legend used throughout: B batch, H heads, T query length, S key length,
 D head dim, E = H * D embedding dim.
 """
 
+from mha_book.alibi import alibi_bias, alibi_slopes
 from mha_book.attention import fused_attention, scaled_dot_product_attention
 from mha_book.bert import BertEncoder
 from mha_book.blocks import DecoderOnlyBlock
@@ -18,6 +19,7 @@ from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.heatmap import plot_attention
 from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
 from mha_book.layers import DecoderLayer, EncoderLayer
+from mha_book.mask_helpers import padded_causal_mask, sliding_window_mask
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.positions import sinusoidal_positions
@@ -51,4 +53,8 @@ __all__ = [
     "scaled_dot_product_attention",
     "split_heads",
     "trace_shapes",
+    "alibi_bias",
+    "alibi_slopes",
+    "padded_causal_mask",
+    "sliding_window_mask",
 ]

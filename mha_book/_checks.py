@@ -28,6 +28,7 @@ __all__ = [
     "check_rank",
     "check_same_dtype_device",
     "check_mask",
+    "check_bias",
     "check_key_mask",
     "check_probability",
     "check_positive_int",
@@ -128,21 +129,59 @@ def check_mask(
             "for nn.MultiheadAttention's True = blocked, use flip_mask_convention"
         )
     target = tuple(int(n) for n in target)
-    _check_mask_rank(mask, target, name)
-    ok = mask.dim() <= len(target) and all(
-        m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target))
-    )
-    if not ok:
-        hint = ""
-        if len(target) == 4 and tuple(mask.shape) == (target[0], target[-1]):
-            use = "key_mask=mask or " if key_mask_arg else ""
-            hint = f"; for a per-sequence (B, S) mask use {use}mask[:, None, None, :]"
-        raise ValueError(
-            f"{name} of shape {fmt_shape(mask.shape)} does not broadcast to "
-            f"{_symbols(len(target))} = {fmt_shape(target)}{hint}"
-        )
+    hint = ""
+    if len(target) == 4 and tuple(mask.shape) == (target[0], target[-1]):
+        use = "key_mask=mask or " if key_mask_arg else ""
+        hint = f"; for a per-sequence (B, S) mask use {use}mask[:, None, None, :]"
+    _check_broadcasts(mask, target, name, hint)
     _check_device(mask, device, name)
     return mask
+
+
+def check_bias(
+    bias: object, target: Sequence[int], like: torch.Tensor, like_name: str = "q"
+) -> torch.Tensor:
+    """Check an additive attention bias against the scores ``(..., T, S)``.
+
+    The bias is added to the scaled scores before the mask and the softmax.
+    It follows the mask's shape rule (``(T, S)``, ``(S,)`` or every dim of
+    ``target``), has the dtype and device of ``like`` (the queries) and is
+    finite: keys are blocked with the bool mask, never with ``-inf`` here, so
+    there is one mask convention and no NaN can come from the bias.
+
+    Example:
+        >>> q = torch.zeros(1, 2, 3, 4)
+        >>> check_bias(torch.tensor([[0.0, float("nan")]]), (1, 2, 3, 2), q)
+        Traceback (most recent call last):
+            ...
+        ValueError: bias must be finite (block keys with the bool mask), got NaN or inf
+    """
+    name = "bias"
+    check_tensor(bias, name)
+    if not bias.is_floating_point():
+        raise TypeError(f"{name} must have a floating-point dtype, got {bias.dtype}")
+    check_same_dtype_device(like_name, like, name, bias)
+    _check_broadcasts(bias, tuple(int(n) for n in target), name)
+    if not bool(bias.isfinite().all()):
+        raise ValueError(
+            f"{name} must be finite (block keys with the bool mask), got NaN or inf"
+        )
+    return bias
+
+
+def _check_broadcasts(
+    x: torch.Tensor, target: tuple[int, ...], name: str, hint: str = ""
+) -> None:
+    """``x`` (a mask or a bias) must broadcast to ``target``, by the rank rule below."""
+    _check_mask_rank(x, target, name)
+    ok = x.dim() <= len(target) and all(
+        n in (1, t) for n, t in zip(reversed(x.shape), reversed(target))
+    )
+    if not ok:
+        raise ValueError(
+            f"{name} of shape {fmt_shape(x.shape)} does not broadcast to "
+            f"{_symbols(len(target))} = {fmt_shape(target)}{hint}"
+        )
 
 
 def _check_device(x: torch.Tensor, device: torch.device | None, name: str) -> None:
@@ -151,7 +190,7 @@ def _check_device(x: torch.Tensor, device: torch.device | None, name: str) -> No
 
 
 def _check_mask_rank(mask: torch.Tensor, target: tuple[int, ...], name: str) -> None:
-    """Refuse masks whose axes broadcasting would have to guess.
+    """Refuse masks (and biases) whose axes broadcasting would have to guess.
 
     Broadcasting aligns shapes from the right, so a mask with fewer dims than
     the scores is read as their LAST dims: a 3-D ``(B, T, S)`` mask against
@@ -165,8 +204,8 @@ def _check_mask_rank(mask: torch.Tensor, target: tuple[int, ...], name: str) -> 
     hint = ""
     if rank == 3 and full == 4:
         hint = (
-            ": a per-sequence (B, T, S) mask is mask[:, None] = (B, 1, T, S), "
-            "a per-head (H, T, S) mask is mask[None] = (1, H, T, S)"
+            f": a per-sequence (B, T, S) {name} is {name}[:, None] = (B, 1, T, S), "
+            f"a per-head (H, T, S) {name} is {name}[None] = (1, H, T, S)"
         )
     raise ValueError(
         f"{name} of shape {fmt_shape(mask.shape)} is ambiguous: give it 2 dims "

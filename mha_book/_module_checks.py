@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_book._checks import (
+    check_bias,
     check_key_mask,
     check_mask,
     check_rank,
@@ -53,8 +54,14 @@ def _check_masks(mha, mask, key_mask, B: int, T: int, S: int, device, source: st
         check_key_mask(key_mask, B, S, device=device, source=source)
 
 
+def _check_bias(mha, bias, x, x_name: str, B: int, T: int, S: int) -> None:
+    """An additive bias: float like ``x``, finite, broadcastable to ``(B, H, T, S)``."""
+    if bias is not None:
+        check_bias(bias, (B, mha.num_heads, T, S), x, x_name)
+
+
 def check_forward_inputs(
-    mha: MultiHeadAttention, query, key, value, mask, key_mask, need_weights
+    mha: MultiHeadAttention, query, key, value, mask, key_mask, need_weights, bias=None
 ) -> tuple[int, int, int]:
     """Validate the inputs of ``forward``; return ``(B, T, S)``."""
     b, t = (0, 1) if mha.batch_first else (1, 0)  # positions of B and of T / S
@@ -78,12 +85,13 @@ def check_forward_inputs(
             )
     source = "B from query, S from key"
     _check_masks(mha, mask, key_mask, B, T, S, query.device, source)
+    _check_bias(mha, bias, query, "query", B, T, S)
     check_need_weights(need_weights)
     return B, T, S
 
 
 def check_step_inputs(
-    mha: MultiHeadAttention, x, kv_cache, mask, key_mask, need_weights
+    mha: MultiHeadAttention, x, kv_cache, mask, key_mask, need_weights, bias=None
 ) -> int:
     """Validate the inputs of ``forward_step``; return the cached length."""
     if not isinstance(kv_cache, KVCache):
@@ -107,4 +115,5 @@ def check_step_inputs(
         )
     source = "B from x, S = cached + new keys"
     _check_masks(mha, mask, key_mask, B, T, past + T, x.device, source)
+    _check_bias(mha, bias, x, "x", B, T, past + T)
     return past

@@ -10,6 +10,11 @@ Mask convention (one for the whole package): a ``torch.bool`` tensor where
 True means "this query may attend to this key", as in
 :func:`torch.nn.functional.scaled_dot_product_attention`.
 
+An additive ``bias`` (float, finite, broadcastable to ``(..., T, S)``, such
+as ALiBi's, :mod:`mha_book.alibi`) is added to the scaled scores before the
+mask: ``scores = q·kᵀ·scale + bias``. It only shifts scores; blocking a key
+is the mask's job.
+
 Fully masked rows (a query with no allowed key) are defined as zeros: their
 output row, their weights row and every gradient flowing through them are 0,
 never NaN.
@@ -28,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_book._checks import (
+    check_bias,
     check_mask,
     check_probability,
     check_rank,
@@ -39,7 +45,7 @@ from mha_book._checks import (
 __all__ = ["scaled_dot_product_attention", "fused_attention"]
 
 
-def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
+def _check_qkv(q, k, v, mask, dropout_p, scale, bias=None) -> tuple[int, ...]:
     """Validate the kernel inputs; return the shape of the scores ``(..., T, S)``."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_tensor(x, name)
@@ -78,6 +84,8 @@ def _check_qkv(q, k, v, mask, dropout_p, scale) -> tuple[int, ...]:
     target = (*lead, q.shape[-2], k.shape[-2])
     if mask is not None:
         check_mask(mask, target, device=q.device)
+    if bias is not None:
+        check_bias(bias, target, q)
     check_probability(dropout_p, "dropout_p")
     if scale is not None and (
         isinstance(scale, bool) or not isinstance(scale, numbers.Real)
@@ -95,13 +103,14 @@ def scaled_dot_product_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     *,
+    bias: torch.Tensor | None = None,
     dropout_p: float = 0.0,
     scale: float | None = None,
     validate: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Attention weights and output, computed explicitly.
 
-    .. math:: \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D}}\right) V
+    .. math:: \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{D}} + \mathrm{bias}\right) V
 
     Args:
         q: Queries.
@@ -110,6 +119,9 @@ def scaled_dot_product_attention(
         mask: Optional bool mask, True = may attend. Must broadcast to the
             scores ``(..., T, S)``, e.g. ``(T, S)`` from :func:`causal_mask`
             or ``(B, 1, 1, S)`` from :func:`padding_mask`.
+        bias: Optional finite float bias added to the scaled scores before
+            the mask, e.g. :func:`~mha_book.alibi.alibi_bias`; same dtype and
+            device as ``q``, same shape rule as ``mask``.
         dropout_p: Dropout probability on the weights, in ``[0, 1)``. Dropout
             is applied whenever it is positive; pass 0 in evaluation.
         scale: Factor applied to ``q @ k^T``; default ``1 / sqrt(D)``.
@@ -121,7 +133,7 @@ def scaled_dot_product_attention(
         - q: ``(..., T, D)``
         - k: ``(..., S, D)``
         - v: ``(..., S, Dv)``
-        - mask: broadcastable to ``(..., T, S)``
+        - mask, bias: broadcastable to ``(..., T, S)``
         - output: ``(..., T, Dv)``
         - weights: ``(..., T, S)``
 
@@ -132,9 +144,10 @@ def scaled_dot_product_attention(
         and the output are 0.
 
     Raises:
-        TypeError: On a non-tensor input, mismatched dtypes or a non-bool mask.
-        ValueError: On mismatched shapes or devices, or ``dropout_p`` outside
-            ``[0, 1)``.
+        TypeError: On a non-tensor input, mismatched dtypes, a non-bool mask
+            or a non-float bias.
+        ValueError: On mismatched shapes or devices, ``dropout_p`` outside
+            ``[0, 1)`` or a bias with NaN or inf.
 
     Example:
         >>> q = torch.randn(2, 8, 10, 64)
@@ -145,12 +158,14 @@ def scaled_dot_product_attention(
         (torch.Size([2, 8, 10, 32]), torch.Size([2, 8, 10, 12]))
     """
     if validate:
-        _check_qkv(q, k, v, mask, dropout_p, scale)
+        _check_qkv(q, k, v, mask, dropout_p, scale, bias)
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(scale)
 
     # --- 1. scores: how well each query matches each key ---
     # Scaling q (T·D numbers) rather than the scores (T·S numbers) saves a pass.
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., T, S)
+    if bias is not None:  # an additive bias (e.g. ALiBi) shifts the scores
+        scores = scores + bias  # (..., T, S)
 
     # --- 2. mask: blocked keys get -inf, so softmax gives them weight 0 ---
     empty = None
@@ -189,6 +204,7 @@ def fused_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     *,
+    bias: torch.Tensor | None = None,
     dropout_p: float = 0.0,
     scale: float | None = None,
     validate: bool = True,
@@ -204,6 +220,9 @@ def fused_attention(
         k: Keys.
         v: Values.
         mask: Optional bool mask, True = may attend, broadcastable to ``(..., T, S)``.
+        bias: Optional finite float bias added to the scaled scores, as in
+            :func:`scaled_dot_product_attention`; it joins the mask in the one
+            float ``attn_mask`` PyTorch's kernel takes.
         dropout_p: Dropout probability on the weights; applied when positive.
         scale: Factor applied to ``q @ k^T``; default ``1 / sqrt(D)``.
         validate: Check the arguments first. Callers that have checked them
@@ -226,7 +245,7 @@ def fused_attention(
         torch.Size([2, 8, 10, 64])
     """
     if validate:
-        _check_qkv(q, k, v, mask, dropout_p, scale)
+        _check_qkv(q, k, v, mask, dropout_p, scale, bias)
     empty = None
     if mask is not None:
         if (
@@ -238,9 +257,24 @@ def fused_attention(
             mask = mask | empty  # (..., T, S) let empty rows attend anywhere: finite
         else:
             empty = None
+    if bias is not None:
+        mask = _bias_with_mask(bias, mask, q.size(-2), k.size(-2))  # float (..., T, S)
     output = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
     )  # (..., T, Dv)
     if empty is not None:
         output = output.masked_fill(empty, 0.0)  # (..., T, Dv) fully masked rows -> 0
     return output
+
+
+def _bias_with_mask(
+    bias: torch.Tensor, mask: torch.Tensor | None, T: int, S: int
+) -> torch.Tensor:
+    """One float ``attn_mask`` for PyTorch's kernel: ``bias`` where ``mask`` allows,
+    ``-inf`` where it blocks. Fully masked rows arrive already opened (zeroed later).
+    """
+    if bias.dim() < 2:  # as for the mask: the kernel wants at least (T, S)
+        bias = bias.expand(T, S)  # (T, S)
+    if mask is None:
+        return bias
+    return torch.where(mask, bias, float("-inf"))  # (..., T, S)

@@ -24,8 +24,10 @@ the log-sum-exp ``m + log(l)`` of every row (``O(T)`` numbers) and recomputes
 each tile of weights from them, as FlashAttention does.
 
 Masks are bool, True = may attend, broadcastable to ``(..., T, S)``; they are
-sliced tile by tile. Fully masked rows give zeros (``l == 0``), with zero
-gradients, never NaN.
+sliced tile by tile, and so is an additive float ``bias``, added to each tile
+of scores before the mask in the forward and the backward pass (its gradient,
+when asked for, is each tile's score gradient). Fully masked rows give zeros
+(``l == 0``), with zero gradients, never NaN.
 
 With float16 or bfloat16 inputs every tile is computed in float32, and the
 running max, running sum, output accumulator and gradient accumulators are
@@ -118,9 +120,11 @@ def _blocks(n: int, size: int):
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-def _scores_tile(qi, kj, mask, rows, cols):
-    """Scaled scores of one tile with masked entries at -inf: (..., bq, bk)."""
+def _scores_tile(qi, kj, mask, bias, rows, cols):
+    """Scaled, biased scores of one tile with masked entries at -inf: (..., bq, bk)."""
     s = qi @ kj.transpose(-2, -1)  # (..., bq, bk), qi is already scaled
+    if bias is not None:  # in the accumulator dtype, like the scores
+        s += bias[..., rows[0] : rows[1], cols[0] : cols[1]].to(s.dtype)
     if mask is not None:
         s.masked_fill_(
             ~mask[..., rows[0] : rows[1], cols[0] : cols[1]], NEG_INF
@@ -128,7 +132,7 @@ def _scores_tile(qi, kj, mask, rows, cols):
     return s
 
 
-def _forward(q, k, v, mask, scale, bq, bk, on_tile=None):
+def _forward(q, k, v, mask, scale, bq, bk, on_tile=None, bias=None):
     """Tiled forward pass: output (..., T, Dv) and float32-or-wider log-sum-exp.
 
     ``on_tile(rows, cols, s, m, l)``, if given, is called after each tile with
@@ -147,7 +151,7 @@ def _forward(q, k, v, mask, scale, bq, bk, on_tile=None):
         for cols in _blocks(S, bk):
             kj = k[..., cols[0] : cols[1], :].to(acc_dtype)  # (..., bk, D)
             vj = v[..., cols[0] : cols[1], :].to(acc_dtype)  # (..., bk, Dv)
-            s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
+            s = _scores_tile(qi, kj, mask, bias, rows, cols)  # (..., bq, bk)
             m, l, acc = online_softmax_update(m, l, acc, s, vj)
             if on_tile is not None:
                 on_tile(rows, cols, s, m, l)
@@ -161,10 +165,14 @@ def _forward(q, k, v, mask, scale, bq, bk, on_tile=None):
     return out, lse
 
 
-def _backward(q, k, v, mask, scale, out, lse, dout, bq, bk):
-    """Tiled backward pass: recompute each tile of weights from the log-sum-exp."""
+def _backward(q, k, v, mask, bias, scale, out, lse, dout, bq, bk, bias_grad=False):
+    """Tiled backward pass: recompute each tile of weights from the log-sum-exp.
+
+    Returns ``dq, dk, dv`` and ``dbias`` ``(..., T, S)``, or None unless ``bias_grad``.
+    """
     acc_dtype = lse.dtype  # float32 for half inputs: so are the accumulators
     dq, dk, dv = (torch.zeros_like(x, dtype=acc_dtype) for x in (q, k, v))
+    dbias = torch.zeros_like(bias, dtype=acc_dtype) if bias_grad else None
     dout = dout.to(acc_dtype)
     delta = (dout * out.to(acc_dtype)).sum(dim=-1)  # (..., T): row-wise <dO, O>
     for rows in _blocks(q.shape[-2], bq):
@@ -175,36 +183,42 @@ def _backward(q, k, v, mask, scale, out, lse, dout, bq, bk):
             c = slice(*cols)
             kj = k[..., c, :].to(acc_dtype)  # (..., bk, D)
             vj = v[..., c, :].to(acc_dtype)  # (..., bk, Dv)
-            s = _scores_tile(qi, kj, mask, rows, cols)  # (..., bq, bk)
+            s = _scores_tile(qi, kj, mask, bias, rows, cols)  # (..., bq, bk)
             p = torch.exp(
                 s - lse[..., r, None]
             )  # (..., bq, bk): the weights of the tile
             dv[..., c, :] += p.transpose(-2, -1) @ do_i  # (..., bk, Dv)
             dp = do_i @ vj.transpose(-2, -1)  # (..., bq, bk)
             ds = p * (dp - delta[..., r, None])  # (..., bq, bk): softmax backward
+            if dbias is not None:  # the bias enters the scores with weight 1
+                dbias[..., r, c] = ds  # (..., bq, bk)
             dq[..., r, :] += (ds @ kj) * scale  # (..., bq, D)
             dk[..., c, :] += (
                 ds.transpose(-2, -1) @ qi
             )  # (..., bk, D), qi carries the scale
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+    dbias = None if dbias is None else dbias.to(bias.dtype)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dbias
 
 
 class _FlashAttention(torch.autograd.Function):
     """Autograd wrapper: saves O(T) statistics instead of the (T, S) weights."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, scale, bq, bk):
-        out, lse = _forward(q, k, v, mask, scale, bq, bk)
-        ctx.save_for_backward(q, k, v, mask, out, lse)
+    def forward(ctx, q, k, v, mask, bias, scale, bq, bk):
+        out, lse = _forward(q, k, v, mask, scale, bq, bk, bias=bias)
+        ctx.save_for_backward(q, k, v, mask, bias, out, lse)
         ctx.scale, ctx.bq, ctx.bk = scale, bq, bk
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
-        q, k, v, mask, out, lse = ctx.saved_tensors
-        dq, dk, dv = _backward(q, k, v, mask, ctx.scale, out, lse, dout, ctx.bq, ctx.bk)
-        return dq, dk, dv, None, None, None, None
+        q, k, v, mask, bias, out, lse = ctx.saved_tensors
+        bias_grad = ctx.needs_input_grad[4]
+        dq, dk, dv, dbias = _backward(
+            q, k, v, mask, bias, ctx.scale, out, lse, dout, ctx.bq, ctx.bk, bias_grad
+        )
+        return dq, dk, dv, None, dbias, None, None, None
 
 
 def _check_block_size(block_size: object) -> tuple[int, int]:
@@ -233,6 +247,7 @@ def flash_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     *,
+    bias: torch.Tensor | None = None,
     block_size: int | tuple[int, int] = 128,
     scale: float | None = None,
 ) -> torch.Tensor:
@@ -250,6 +265,9 @@ def flash_attention(
         v: Values.
         mask: Optional bool mask, True = may attend, broadcastable to
             ``(..., T, S)``; it is read one tile at a time.
+        bias: Optional finite float bias added to the scaled scores before
+            the mask (e.g. ALiBi), read one tile at a time. Its gradient, if
+            it requires one, is formed as a whole ``(..., T, S)`` tensor.
         block_size: Tile size: ``bq = bk = block_size``, or a pair
             ``(bq, bk)``. Blocks need not divide T or S; the last one is shorter.
         scale: Factor applied to ``q @ k^T``; default ``1 / sqrt(D)``.
@@ -258,15 +276,17 @@ def flash_attention(
         - q: ``(..., T, D)``
         - k: ``(..., S, D)``
         - v: ``(..., S, Dv)``
-        - mask: broadcastable to ``(..., T, S)``
+        - mask, bias: broadcastable to ``(..., T, S)``
         - output: ``(..., T, Dv)``, leading dims broadcast as in the reference
 
     Returns:
         The attention output; fully masked query rows are 0.
 
     Raises:
-        TypeError: On a non-tensor input, mismatched dtypes or a non-bool mask.
-        ValueError: On mismatched shapes or devices, or a bad ``block_size``.
+        TypeError: On a non-tensor input, mismatched dtypes, a non-bool mask
+            or a non-float bias.
+        ValueError: On mismatched shapes or devices, a bias with NaN or inf,
+            or a bad ``block_size``.
 
     Example:
         >>> q = torch.randn(2, 8, 100, 64)
@@ -279,7 +299,7 @@ def flash_attention(
         >>> torch.allclose(out, scaled_dot_product_attention(q, k, v)[0], atol=1e-6)
         True
     """
-    target = _check_qkv(q, k, v, mask, 0.0, scale)  # (..., T, S)
+    target = _check_qkv(q, k, v, mask, 0.0, scale, bias)  # (..., T, S)
     bq, bk = _check_block_size(block_size)
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(scale)
     *lead, T, S = target
@@ -288,4 +308,6 @@ def flash_attention(
     v = v.expand(*lead, S, v.shape[-1])  # (..., S, Dv)
     if mask is not None:
         mask = mask.expand(target)  # (..., T, S), a view: nothing is copied
-    return _FlashAttention.apply(q, k, v, mask, scale, bq, bk)  # (..., T, Dv)
+    if bias is not None:  # a view too; autograd sums its gradient back to the shape
+        bias = bias.expand(target)  # (..., T, S)
+    return _FlashAttention.apply(q, k, v, mask, bias, scale, bq, bk)  # (..., T, Dv)

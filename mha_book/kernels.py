@@ -5,12 +5,14 @@ Taught in chapter 04-implementation (the module picks a kernel), chapter
 
 Every kernel has the signature of :data:`AttentionKernel`::
 
-    kernel(q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True)
-        -> (output, weights or None)
+    kernel(q, k, v, mask=None, *, bias=None, dropout_p=0.0, scale=None,
+           validate=True) -> (output, weights or None)
 
 with q ``(B, H, T, D)``, k ``(B, H, S, D)``, v ``(B, H, S, Dv)``, a bool mask
-(True = may attend) broadcastable to ``(B, H, T, S)``, output
-``(B, H, T, Dv)`` and weights ``(B, H, T, S)`` from kernels that form them.
+(True = may attend) and a finite float ``bias`` added to the scaled scores
+before the mask (ALiBi's, :mod:`mha_book.alibi`), both broadcastable to
+``(B, H, T, S)``, output ``(B, H, T, Dv)`` and weights ``(B, H, T, S)`` from
+kernels that form them.
 :class:`~mha_book.module.MultiHeadAttention` (``kernel=...``) and the
 benchmark (:mod:`mha_book.bench`) both look kernels up in
 :data:`ATTENTION_KERNELS`. Adding a kernel is one function with this
@@ -37,21 +39,32 @@ from mha_book.flash import flash_attention
 
 __all__ = ["AttentionKernel", "ATTENTION_KERNELS", "get_kernel"]
 
-#: A kernel: ``(q, k, v, mask=None, *, dropout_p, scale, validate)`` to
+#: A kernel: ``(q, k, v, mask=None, *, bias, dropout_p, scale, validate)`` to
 #: ``(output, weights or None)``.
 AttentionKernel = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
 
-def fused_kernel(q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True):
+def fused_kernel(
+    q, k, v, mask=None, *, bias=None, dropout_p=0.0, scale=None, validate=True
+):
     """PyTorch's fused kernel (``F.scaled_dot_product_attention``): no weights."""
     out = fused_attention(
-        q, k, v, mask, dropout_p=dropout_p, scale=scale, validate=validate
+        q, k, v, mask, bias=bias, dropout_p=dropout_p, scale=scale, validate=validate
     )
     return out, None
 
 
 def flash_kernel(
-    q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True, block_size=128
+    q,
+    k,
+    v,
+    mask=None,
+    *,
+    bias=None,
+    dropout_p=0.0,
+    scale=None,
+    validate=True,
+    block_size=128,
 ):
     """The tiled kernel with an online softmax (chapter 12): no weights, no dropout.
 
@@ -64,7 +77,8 @@ def flash_kernel(
             f"dropout_p must be 0 for the flash kernel (it has no dropout), got "
             f"{dropout_p}; use kernel='explicit' or 'fused' to train with dropout"
         )
-    return flash_attention(q, k, v, mask, scale=scale, block_size=block_size), None
+    out = flash_attention(q, k, v, mask, bias=bias, scale=scale, block_size=block_size)
+    return out, None
 
 
 #: Every attention kernel by name; the module and the benchmark look here.

@@ -12,6 +12,8 @@ values enter with ``kdim`` and ``vdim`` features.
 Masks are bool, True = may attend: ``mask`` is ``(T, S)`` or 4-D, broadcastable
 to ``(B, H, T, S)``; ``key_mask`` is ``(B, S)``, one row of allowed keys per
 sequence. A 3-D mask is refused: ``(B, T, S)`` and ``(H, T, S)`` look alike.
+An additive float ``bias`` (ALiBi: :mod:`mha_book.alibi`) follows the same
+shape rule and is handed to the kernel as it is.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = True,
         *,
         key_mask: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -166,6 +169,9 @@ class MultiHeadAttention(nn.Module):
                 may attend (its real tokens); combined with ``mask``. Note that
                 ``nn.MultiheadAttention``'s ``key_padding_mask`` is the opposite,
                 True = blocked.
+            bias: Optional finite float bias added to every head's scaled
+                scores before the masks, ``(T, S)`` or 4-D, broadcastable to
+                ``(B, H, T, S)`` like ``mask``; e.g. ``alibi_bias(H, T, S)[None]``.
 
         Shape:
             - query: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
@@ -177,18 +183,20 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output, weights)``; fully masked query rows give zeros.
         """
-        check_forward_inputs(self, query, key, value, mask, key_mask, need_weights)
+        check_forward_inputs(
+            self, query, key, value, mask, key_mask, need_weights, bias
+        )
         mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             query = query.transpose(0, 1)  # (B, T, E)
             key = key.transpose(0, 1)  # (B, S, kdim)
             value = value.transpose(0, 1)  # (B, S, vdim)
-        output, weights = self._attend(query, key, value, mask, need_weights)
+        output, weights = self._attend(query, key, value, mask, need_weights, bias)
         if not self.batch_first:
             output = output.transpose(0, 1)  # (T, B, E)
         return output, weights
 
-    def _attend(self, query, key, value, mask, need_weights, kv_cache=None):
+    def _attend(self, query, key, value, mask, need_weights, bias, kv_cache=None):
         """The five steps on ``(B, T, E)`` inputs, shared by ``forward`` and
         ``forward_step``; with ``kv_cache``, the new keys and values join the
         cached ones before attending. Returns output ``(B, T, E)`` and weights.
@@ -214,7 +222,7 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         # (validate=False: the inputs and the mask were checked on entry)
         context, weights = get_kernel(name)(
-            q, k, v, mask, dropout_p=dropout_p, validate=False
+            q, k, v, mask, bias=bias, dropout_p=dropout_p, validate=False
         )  # (B, H, T, D), (B, H, T, S) or None
         if need_weights and weights is None:
             raise ValueError(
@@ -237,6 +245,7 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = True,
         *,
         key_mask: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Causal self-attention for new tokens, reusing earlier calls' keys and values.
 
@@ -257,6 +266,9 @@ class MultiHeadAttention(nn.Module):
             need_weights: As in :meth:`forward`.
             key_mask: Optional bool ``(B, past + T)``, True at the keys (cached
                 and new) each sequence may attend, as in :meth:`forward`.
+            bias: Optional finite float bias of the new queries against all
+                keys, ``(T, past + T)`` or 4-D, as in :meth:`forward`; ALiBi's
+                is ``alibi_bias(H, T, past + T)[None]``.
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
@@ -279,7 +291,7 @@ class MultiHeadAttention(nn.Module):
             >>> out.shape, w.shape, cache.keys.shape
             (torch.Size([2, 1, 64]), torch.Size([2, 8, 1, 5]), torch.Size([2, 2, 5, 8]))
         """
-        past = check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights)
+        past = check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights, bias)
         mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             x = x.transpose(0, 1)  # (B, T, E)
@@ -287,7 +299,7 @@ class MultiHeadAttention(nn.Module):
         if T > 1:  # a single newest token may attend every key: no mask needed
             causal = causal_mask(T, past + T, device=x.device)  # (T, S)
             mask = causal if mask is None else causal & mask  # (..., T, S)
-        output, weights = self._attend(x, x, x, mask, need_weights, kv_cache)
+        output, weights = self._attend(x, x, x, mask, need_weights, bias, kv_cache)
         if not self.batch_first:
             output = output.transpose(0, 1)  # (T, B, E)
         return output, weights

@@ -91,13 +91,17 @@ def test_the_flash_kernel_refuses_dropout_in_training():
 def test_a_new_kernel_is_one_function_and_one_registry_line(monkeypatch):
     calls = []
 
-    def toy_kernel(q, k, v, mask=None, *, dropout_p=0.0, scale=None, validate=True):
+    def toy_kernel(
+        q, k, v, mask=None, *, bias=None, dropout_p=0.0, scale=None, validate=True
+    ):
         """Softmax attention through float64, whatever the input dtype."""
         calls.append(tuple(q.shape))
+        dtype, bias = q.dtype, None if bias is None else bias.double()
+        q, k, v = q.double(), k.double(), v.double()
         out, weights = explicit_kernel(
-            q.double(), k.double(), v.double(), mask, dropout_p=dropout_p, scale=scale
+            q, k, v, mask, bias=bias, dropout_p=dropout_p, scale=scale
         )
-        return out.to(q.dtype), weights.to(q.dtype)
+        return out.to(dtype), weights.to(dtype)
 
     monkeypatch.setitem(ATTENTION_KERNELS, "toy", toy_kernel)  # the one line
 

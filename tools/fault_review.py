@@ -184,6 +184,7 @@ def catalogue() -> list[Api]:
             lambda: {
                 **_qkv(),
                 "mask": mha_book.causal_mask(4),
+                "bias": torch.randn(4, 4),
                 "dropout_p": 0.1,
                 "scale": 0.5,
             },
@@ -192,7 +193,12 @@ def catalogue() -> list[Api]:
         Api(
             "fused_attention",
             mha_book.fused_attention,
-            lambda: {**_qkv(), "mask": mha_book.causal_mask(4), "scale": 0.5},
+            lambda: {
+                **_qkv(),
+                "mask": mha_book.causal_mask(4),
+                "bias": torch.randn(4, 4),
+                "scale": 0.5,
+            },
             qk_names,
         ),
         Api(
@@ -201,6 +207,7 @@ def catalogue() -> list[Api]:
             lambda: {
                 **_qkv(),
                 "mask": mha_book.causal_mask(4),
+                "bias": torch.randn(4, 4),
                 "block_size": 2,
                 "scale": 0.5,
             },
@@ -226,6 +233,22 @@ def catalogue() -> list[Api]:
             lambda: {"lengths": [3, 5], "max_len": 5},
         ),
         Api(
+            "sliding_window_mask",
+            mha_book.sliding_window_mask,
+            lambda: {"T": 4, "window": 2, "S": 6},
+        ),
+        Api(
+            "padded_causal_mask",
+            mha_book.padded_causal_mask,
+            lambda: {"lengths": [3, 5], "max_len": 5, "side": "left"},
+        ),
+        Api("alibi_slopes", mha_book.alibi_slopes, lambda: {"num_heads": 6}),
+        Api(
+            "alibi_bias",
+            mha_book.alibi_bias,
+            lambda: {"num_heads": 4, "T": 3, "S": 5},
+        ),
+        Api(
             "flip_mask_convention",
             mha_book.flip_mask_convention,
             lambda: {"mask": mha_book.causal_mask(4)},
@@ -248,6 +271,7 @@ def catalogue() -> list[Api]:
             lambda: _module_args(
                 mask=mha_book.causal_mask(5),
                 key_mask=torch.ones(2, 5, dtype=torch.bool),
+                bias=torch.randn(5, 5),
                 need_weights=True,
             ),
             {a: ("query", "key", "value") for a in ("query", "key", "value")},
@@ -259,6 +283,7 @@ def catalogue() -> list[Api]:
                 "x": torch.randn(2, 5, 12),
                 "mask": mha_book.causal_mask(5),
                 "key_mask": torch.ones(2, 5, dtype=torch.bool),
+                "bias": torch.randn(5, 5),
                 "need_weights": True,
             },
         ),
