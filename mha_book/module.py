@@ -214,8 +214,8 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(q, self.num_heads)  # (B, H, T, D)
         k = split_heads(k, self.num_kv_heads)  # (B, Hkv, S, D)
         v = split_heads(v, self.num_kv_heads)  # (B, Hkv, S, D)
-        past = 0 if kv_cache is None else kv_cache.seq_len  # tokens before these
-        if self.rope is not None:  # rotate at absolute positions past, past + 1, ...
+        past = 0 if kv_cache is None else kv_cache.seq_len  # cached tokens
+        if self.rope is not None:  # rotate to positions past, past + 1, ...
             q, k = self.rope(q, k, offset=past)  # (B, H, T, D), (B, Hkv, S, D)
         if kv_cache is not None:  # cached keys and values first: S = past + T
             k, v = kv_cache.update(k, v)  # (B, Hkv, S, D)
