@@ -91,7 +91,7 @@ def check_forward_inputs(
                 f"{name} must have shape {symbols} = {fmt_shape(expected)} "
                 f"(B from query, S from key), got {fmt_shape(x.shape)}"
             )
-    if mha.rope is not None and S != T:  # keys at 0..S-1 would not be query's
+    if mha.rope is not None and S != T:  # RoPE places q and k on one axis
         raise ValueError(
             f"key must have the length of query when the module has rope "
             f"(self-attention), got T = {T} and S = {S}; a cross-attention "

@@ -77,8 +77,10 @@ class MultiHeadAttention(nn.Module):
             (the default) runs ``"explicit"`` when the weights are asked for
             and ``"fused"`` when they are not.
         rope: A :class:`~mha_book.rope.RotaryEmbedding` with ``head_dim = E / H``
-            to rotate queries and keys at their absolute positions (self-
-            attention only: ``forward`` then needs S = T), or None.
+            to rotate queries and keys at their absolute positions, or None.
+            For self-attention only: ``forward`` then needs S = T. The
+            cross-attention layers of RoPE models (Llama 3.2 Vision's, say)
+            rotate nothing, so build those with ``rope=None``.
         device: Device of the parameters.
         dtype: Dtype of the parameters.
 

@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import GPTNeoXConfig, LlamaConfig
 from transformers.models.gpt_neox.modeling_gpt_neox import (
     GPTNeoXRotaryEmbedding,
@@ -286,3 +288,19 @@ def test_module_rope_errors():
         mha(q, kv, kv)
     with pytest.raises(ValueError, match=r"to_torch needs rope=None"):
         mha.to_torch()
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=4, unique=True),
+    num_kv_heads=st.sampled_from([None, 2, 1]),
+    rotary_dim=st.sampled_from([8, 4, 2]),
+)
+def test_any_split_into_chunks_equals_the_full_pass(cuts, num_kv_heads, rotary_dim):
+    mha = make(num_kv_heads, rope=RotaryEmbedding(8, rotary_dim=rotary_dim))
+    x = torch.randn(1, 9, 32, dtype=F64)
+    full = mha(x, x, x, causal_mask(9))[0]
+    bounds = [0, *sorted(cuts), 9]
+    cache = KVCache()
+    chunks = [mha.forward_step(x[:, a:b], cache)[0] for a, b in zip(bounds, bounds[1:])]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), full, atol=1e-10, rtol=0)
