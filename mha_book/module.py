@@ -93,6 +93,9 @@ class MultiHeadAttention(nn.Module):
         >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads, D=64
         >>> gqa.k_proj.weight.shape, gqa(x, x, x)[1].shape
         (torch.Size([128, 512]), torch.Size([2, 8, 10, 10]))
+        >>> rotary = MultiHeadAttention(512, 8, rope=RotaryEmbedding(64))  # D=64
+        >>> rotary(x, x, x)[0].shape
+        torch.Size([2, 10, 512])
     """
 
     def __init__(

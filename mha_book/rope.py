@@ -43,8 +43,7 @@ def _check_base(base: object) -> float:
 
 
 def _rotary_dim(rotary_dim: object, head_dim: int, head_dim_name: str) -> int:
-    """The rotary dim R: ``rotary_dim``, even and ``<= head_dim``, or all of
-    ``head_dim`` (then even) when None."""
+    """R: ``rotary_dim`` (even, ``<= head_dim``), or all of an even ``head_dim``."""
     if rotary_dim is None:
         if head_dim % 2:
             raise ValueError(
@@ -202,12 +201,10 @@ def apply_rotary(
     return x_rot if R == D else torch.cat([x_rot, x_pass], dim=-1)  # (..., T, D)
 
 
-# A frozen dataclass, not an nn.Module with cos/sin buffers: RoPE has no
-# weights and no state, so the module's state_dict stays that of plain
-# attention; the tables follow q's device and dtype by themselves and have no
-# maximum length to outgrow (Hugging Face also recomputes cos/sin on every
-# forward, from inv_freq). The cost, T·R cosines and sines per call, is small
-# next to the T·S scores.
+# A frozen dataclass, not an nn.Module with cos/sin buffers: RoPE has no weights
+# and no state, so the module's state_dict stays that of plain attention, and the
+# tables follow q's device and dtype and have no maximum length to outgrow. Like
+# Hugging Face, it recomputes cos/sin per call: T·R values, small next to T·S scores.
 @dataclass(frozen=True)
 class RotaryEmbedding:
     """RoPE settings for one attention module; calling it rotates q and k.
