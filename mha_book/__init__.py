@@ -22,7 +22,14 @@ from mha_book.layers import DecoderLayer, EncoderLayer
 from mha_book.mask_helpers import padded_causal_mask, sliding_window_mask
 from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
 from mha_book.module import MultiHeadAttention
-from mha_book.positions import sinusoidal_positions
+from mha_book.positions import LearnedPositions, sinusoidal_positions
+from mha_book.rope import (
+    RotaryEmbedding,
+    apply_rotary,
+    rotary_cos_sin,
+    rotary_frequencies,
+    rotate_half,
+)
 from mha_book.trace import ShapeTrace, trace_shapes
 
 __version__ = "0.1.0"
@@ -34,6 +41,12 @@ __all__ = [
     "DecoderConfig",
     "DecoderOnlyBlock",
     "sinusoidal_positions",
+    "LearnedPositions",
+    "RotaryEmbedding",
+    "apply_rotary",
+    "rotary_cos_sin",
+    "rotary_frequencies",
+    "rotate_half",
     "KVCache",
     "flash_attention",
     "fused_attention",

@@ -288,19 +288,26 @@ def check_token_ids(ids: object, name: str, rank: int, symbols: str) -> torch.Te
     return ids
 
 
-def check_positive_int(n: object, name: str) -> int:
+def check_positive_int(n: object, name: str, *, allow_zero: bool = False) -> int:
     """Raise unless ``n`` is a positive int (bool excluded); return it.
+
+    With ``allow_zero``, 0 is accepted too (a count or an offset).
 
     Example:
         >>> check_positive_int(0, "num_heads")
         Traceback (most recent call last):
             ...
         ValueError: num_heads must be a positive int, got 0
+        >>> check_positive_int(-1, "offset", allow_zero=True)
+        Traceback (most recent call last):
+            ...
+        ValueError: offset must be a non-negative int, got -1
     """
+    kind = "a non-negative int" if allow_zero else "a positive int"
     if type(n) is not int and (
         isinstance(n, bool) or not isinstance(n, numbers.Integral)
     ):
-        raise TypeError(f"{name} must be a positive int, got {type(n).__name__}")
-    if n <= 0:
-        raise ValueError(f"{name} must be a positive int, got {n}")
+        raise TypeError(f"{name} must be {kind}, got {type(n).__name__}")
+    if n < 0 or (n == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {kind}, got {n}")
     return int(n)

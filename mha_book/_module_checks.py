@@ -22,11 +22,12 @@ from mha_book._checks import (
     fmt_shape,
 )
 from mha_book.kv_cache import KVCache
+from mha_book.rope import RotaryEmbedding
 
 if TYPE_CHECKING:
     from mha_book.module import MultiHeadAttention
 
-__all__ = ["check_forward_inputs", "check_step_inputs"]
+__all__ = ["check_forward_inputs", "check_rope", "check_step_inputs"]
 
 
 def check_need_weights(need_weights: object) -> None:
@@ -35,6 +36,20 @@ def check_need_weights(need_weights: object) -> None:
         raise TypeError(
             f"need_weights must be a bool, got {type(need_weights).__name__}"
         )
+
+
+def check_rope(rope: object, head_dim: int) -> RotaryEmbedding | None:
+    """``rope`` must be None or a ``RotaryEmbedding`` for heads of ``head_dim``."""
+    if rope is not None and not isinstance(rope, RotaryEmbedding):
+        raise TypeError(
+            f"rope must be a mha_book.RotaryEmbedding or None, got {type(rope).__name__}"
+        )
+    if rope is not None and rope.head_dim != head_dim:
+        raise ValueError(
+            f"rope must have the module's head_dim = embed_dim / num_heads = "
+            f"{head_dim}, got RotaryEmbedding(head_dim={rope.head_dim})"
+        )
+    return rope
 
 
 def _check_features(mha, name: str, x: object, dim: int, length: str) -> None:
@@ -83,6 +98,12 @@ def check_forward_inputs(
                 f"{name} must have shape {symbols} = {fmt_shape(expected)} "
                 f"(B from query, S from key), got {fmt_shape(x.shape)}"
             )
+    if mha.rope is not None and S != T:  # RoPE places q and k on one axis
+        raise ValueError(
+            f"key must have the length of query when the module has rope "
+            f"(self-attention), got T = {T} and S = {S}; a cross-attention "
+            "layer is built without rope"
+        )
     source = "B from query, S from key"
     _check_masks(mha, mask, key_mask, B, T, S, query.device, source)
     _check_bias(mha, bias, query, "query", B, T, S)

@@ -96,7 +96,8 @@ def to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
 
     Raises:
         ValueError: If ``num_kv_heads != num_heads``: ``nn.MultiheadAttention``
-            has one key/value head per query head.
+            has one key/value head per query head; or if ``mha`` has ``rope``,
+            which ``nn.MultiheadAttention`` cannot apply.
 
     Example:
         >>> theirs = to_torch(MultiHeadAttention(64, 4))
@@ -109,6 +110,11 @@ def to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
             "(nn.MultiheadAttention has no shared "
             f"key/value heads), got num_heads = {mha.num_heads} and "
             f"num_kv_heads = {mha.num_kv_heads}"
+        )
+    if mha.rope is not None:
+        raise ValueError(
+            "to_torch needs rope=None (nn.MultiheadAttention has no rotary "
+            f"positions: its outputs would differ), got rope={mha.rope}"
         )
     bias = mha.out_proj.bias is not None
     args, kwargs = _constructor_args(mha, bias)

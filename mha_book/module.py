@@ -3,7 +3,8 @@
 Taught in chapter 04-implementation; chapter 05-verification checks it
 against :class:`torch.nn.MultiheadAttention` (:mod:`mha_book.convert`);
 chapter 13-mqa-gqa-kv-cache adds ``num_kv_heads`` (grouped- and multi-query
-attention) and :meth:`~MultiHeadAttention.forward_step` (a KV cache).
+attention) and :meth:`~MultiHeadAttention.forward_step` (a KV cache);
+``rope`` rotates queries and keys to their positions (:mod:`mha_book.rope`).
 
 Legend: B batch, H heads, Hkv key/value heads (``num_kv_heads``, H by default),
 T query length, S key length, D head dim, E = H·D (``embed_dim``); keys and
@@ -22,11 +23,16 @@ import torch
 from torch import nn
 
 from mha_book._checks import check_positive_int, check_probability
-from mha_book._module_checks import check_forward_inputs, check_step_inputs
+from mha_book._module_checks import (
+    check_forward_inputs,
+    check_rope,
+    check_step_inputs,
+)
 from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.kernels import get_kernel
 from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
+from mha_book.rope import RotaryEmbedding
 
 __all__ = ["MultiHeadAttention"]
 
@@ -72,6 +78,11 @@ class MultiHeadAttention(nn.Module):
         kernel: A name from :data:`~mha_book.kernels.ATTENTION_KERNELS`. None
             (the default) runs ``"explicit"`` when the weights are asked for
             and ``"fused"`` when they are not.
+        rope: A :class:`~mha_book.rope.RotaryEmbedding` with ``head_dim = E / H``
+            to rotate queries and keys at their absolute positions, or None.
+            For self-attention only: ``forward`` then needs S = T. The
+            cross-attention layers of RoPE models (Llama 3.2 Vision's, say)
+            rotate nothing, so build those with ``rope=None``.
         device: Device of the parameters.
         dtype: Dtype of the parameters.
 
@@ -84,6 +95,9 @@ class MultiHeadAttention(nn.Module):
         >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads, D=64
         >>> gqa.k_proj.weight.shape, gqa(x, x, x)[1].shape
         (torch.Size([128, 512]), torch.Size([2, 8, 10, 10]))
+        >>> rotary = MultiHeadAttention(512, 8, rope=RotaryEmbedding(64))  # D=64
+        >>> rotary(x, x, x)[0].shape
+        torch.Size([2, 10, 512])
     """
 
     def __init__(
@@ -98,6 +112,7 @@ class MultiHeadAttention(nn.Module):
         vdim: int | None = None,
         batch_first: bool = True,
         kernel: str | None = None,
+        rope: RotaryEmbedding | None = None,
         device=None,
         dtype=None,
     ) -> None:
@@ -129,6 +144,7 @@ class MultiHeadAttention(nn.Module):
         if kernel is not None:
             get_kernel(kernel)  # ValueError now, not at the first call
         self.kernel = kernel
+        self.rope = check_rope(rope, self.head_dim)
         factory = {"device": device, "dtype": dtype}
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
         self.k_proj = nn.Linear(self.kdim, kv_dim, bias=bias, **factory)
@@ -211,6 +227,9 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(q, self.num_heads)  # (B, H, T, D)
         k = split_heads(k, self.num_kv_heads)  # (B, Hkv, S, D)
         v = split_heads(v, self.num_kv_heads)  # (B, Hkv, S, D)
+        past = 0 if kv_cache is None else kv_cache.seq_len  # cached tokens
+        if self.rope is not None:  # rotate to positions past, past + 1, ...
+            q, k = self.rope(q, k, offset=past)  # (B, H, T, D), (B, Hkv, S, D)
         if kv_cache is not None:  # cached keys and values first: S = past + T
             k, v = kv_cache.update(k, v)  # (B, Hkv, S, D)
         n_rep = self.num_heads // self.num_kv_heads  # query heads per kv head
@@ -255,7 +274,8 @@ class MultiHeadAttention(nn.Module):
         attends every key ``j <= past + i`` (:func:`~mha_book.masks.causal_mask`
         aligned at the end). Calling it on a whole sequence with an empty cache,
         or token by token, gives the same outputs as
-        ``forward(x, x, x, causal_mask(T))``.
+        ``forward(x, x, x, causal_mask(T))``. With ``rope``, the new queries and
+        keys are rotated at those positions, so the cache holds rotated keys.
 
         Args:
             x: The new tokens (self-attention: queries, keys and values).
@@ -322,8 +342,9 @@ class MultiHeadAttention(nn.Module):
             self.num_kv_heads != self.num_heads
         )
         kernel = f", kernel={self.kernel!r}" * (self.kernel is not None)
+        rope = f", rope={self.rope}" * (self.rope is not None)
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{kv}, "
             f"kdim={self.kdim}, vdim={self.vdim}, dropout={self.dropout}, "
-            f"batch_first={self.batch_first}{kernel}"
+            f"batch_first={self.batch_first}{kernel}{rope}"
         )

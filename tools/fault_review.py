@@ -166,6 +166,72 @@ def _checkpoint_path(folder: Path) -> Path:
     return checkpoint.save_checkpoint(folder / "model.pt", _decoder(), tokenizer)
 
 
+def _position_apis() -> list[Api]:
+    """Learned and rotary positions, and the module with rope."""
+    rope = mha_book.RotaryEmbedding(8, rotary_dim=4)
+    rope_mha = mha_book.MultiHeadAttention(
+        12, 3, num_kv_heads=1, rope=mha_book.RotaryEmbedding(4)
+    )
+    learned = mha_book.LearnedPositions(8, 6)
+    x = torch.randn(2, 3, 5, 8)  # (B, H, T, D)
+    return [
+        Api(
+            "LearnedPositions()",
+            mha_book.LearnedPositions,
+            lambda: {"max_len": 8, "embed_dim": 6},
+        ),
+        Api(
+            "LearnedPositions.forward",
+            learned,
+            lambda: {"x": torch.randn(2, 5, 6), "offset": 2},
+        ),
+        Api(
+            "RotaryEmbedding()",
+            mha_book.RotaryEmbedding,
+            lambda: {"head_dim": 8, "base": 10000.0, "rotary_dim": 4},
+        ),
+        Api(
+            "RotaryEmbedding.__call__",
+            rope,
+            lambda: {"q": x.clone(), "k": x[:, :1].clone(), "offset": 2},
+            {"q": ("q", "k"), "k": ("q", "k")},
+        ),
+        Api(
+            "apply_rotary",
+            mha_book.apply_rotary,
+            lambda: {
+                "x": x.clone(),
+                "positions": torch.arange(5),
+                "base": 10000.0,
+                "rotary_dim": 4,
+            },
+            {"x": ("x",), "positions": ("positions",)},
+        ),
+        Api("rotate_half", mha_book.rotate_half, lambda: {"x": x.clone()}),
+        Api(
+            "rotary_frequencies",
+            mha_book.rotary_frequencies,
+            lambda: {"rotary_dim": 8, "base": 10000.0},
+        ),
+        Api(
+            "rotary_cos_sin",
+            mha_book.rotary_cos_sin,
+            lambda: {"positions": torch.arange(5), "rotary_dim": 8, "base": 100.0},
+        ),
+        Api(
+            "MultiHeadAttention.forward (rope)",
+            rope_mha.eval(),
+            lambda: _module_args(mask=mha_book.causal_mask(5), need_weights=True),
+            {a: ("query", "key", "value") for a in ("query", "key", "value")},
+        ),
+        Api(
+            "MultiHeadAttention.forward_step (rope)",
+            lambda **kw: rope_mha.forward_step(kv_cache=KVCache(), **kw),
+            lambda: {"x": torch.randn(2, 5, 12), "need_weights": True},
+        ),
+    ]
+
+
 def catalogue() -> list[Api]:
     """Every public entry point with a valid baseline call."""
     qk_names = {a: ("q", "k", "v") for a in ("q", "k", "v")}
@@ -391,6 +457,7 @@ def catalogue() -> list[Api]:
             mha_book.plot_attention,
             lambda: {"weights": torch.rand(2, 3, 3), "ncols": 2},
         ),
+        *_position_apis(),
     ]
 
 
