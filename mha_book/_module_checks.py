@@ -13,14 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_book._checks import (
-    check_bias,
-    check_key_mask,
-    check_mask,
     check_rank,
     check_same_dtype_device,
     check_tensor,
     fmt_shape,
 )
+from mha_book._mask_checks import check_bias, check_key_mask, check_mask
 from mha_book.kv_cache import KVCache
 from mha_book.rope import RotaryEmbedding
 

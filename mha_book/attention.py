@@ -33,14 +33,13 @@ import torch
 import torch.nn.functional as F
 
 from mha_book._checks import (
-    check_bias,
-    check_mask,
     check_probability,
     check_rank,
     check_same_dtype_device,
     check_tensor,
     fmt_shape,
 )
+from mha_book._mask_checks import check_bias, check_mask
 
 __all__ = ["scaled_dot_product_attention", "fused_attention"]
 

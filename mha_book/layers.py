@@ -23,7 +23,6 @@ import torch
 from torch import nn
 
 from mha_book._checks import (
-    check_mask,
     check_positive_int,
     check_probability,
     check_rank,
@@ -31,6 +30,7 @@ from mha_book._checks import (
     check_tensor,
     fmt_shape,
 )
+from mha_book._mask_checks import check_mask
 from mha_book.blocks import feed_forward, residual
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
