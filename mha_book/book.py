@@ -47,3 +47,28 @@ def pick(zh: object, en: object) -> object:
         True
     """
     return zh if book_language() == "zh" else en
+
+
+def pad_cols(text: str, width: int, align: str = "<") -> str:
+    """Pad ``text`` with spaces to ``width`` terminal columns.
+
+    Like ``f"{text:<{width}}"``, but a wide character (most CJK characters)
+    counts as two columns, as it takes two in a monospace font: Chinese
+    table headers then line up with the numbers below them.
+
+    Args:
+        text: the text to pad (left as is when already wider).
+        width: the number of columns to fill.
+        align: ``"<"`` (text on the left) or ``">"`` (text on the right).
+
+    Example:
+        >>> pad_cols("时间", 6, ">") + "|", pad_cols("time", 6, ">") + "|"
+        ('  时间|', '  time|')
+    """
+    import unicodedata
+
+    if align not in ("<", ">"):
+        raise ValueError(f"align must be '<' or '>', got {align!r}")
+    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    fill = " " * max(width - used, 0)
+    return text + fill if align == "<" else fill + text

@@ -44,6 +44,10 @@ def test_the_alignment_diagram_draws_both_masks_legibly():
     assert torch.equal(masks["bottom_right"], causal_mask(3, 7))
     assert torch.equal(masks["top_left"], torch_is_causal_mask(3, 7))
     assert smallest_text_pt(fig) >= 10
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.get_yticklabels()] == ["0", "1", "2"]
+    assert [t.get_text() for t in bottom.get_yticklabels()] == ["4", "5", "6"]
+    assert bottom.get_ylabel() in ("查询位置", "query position")
 
 
 def test_the_sharing_diagram_follows_repeat_kv():
@@ -289,6 +293,26 @@ def test_the_matrices_diagram_draws_what_attention_computes(monkeypatch, lang):
     assert f"{out[0, 0].item():.2f}".replace("-0.00", "0.00") in texts
     assert {"zh": "权重", "en": "weights"}[lang] in texts
     assert smallest_text_pt(fig) >= 10
+
+
+def test_the_matrices_diagram_leaves_a_gap_between_negative_numbers():
+    import re
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mha_book.diagrams.scores import CELL
+
+    q, k, v = -torch.rand(3, 2) - 1, torch.rand(3, 2) + 1, -torch.rand(3, 2) - 1
+    fig, _ = attention_matrices(q, k, v)  # "-1.xx" in Q, scores and V
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()  # lay the figure out before measuring it
+    ax = fig.axes[0]
+    cell_px = (
+        ax.transData.transform((CELL[0], 0))[0] - ax.transData.transform((0, 0))[0]
+    )
+    numbers = [t for t in ax.texts if re.fullmatch(r"-\d\.\d\d", t.get_text())]
+    assert numbers and fig.get_size_inches()[0] <= 5.0
+    assert max(t.get_window_extent(renderer).width for t in numbers) < 0.85 * cell_px
 
 
 def test_the_matrices_diagram_names_bad_arguments():

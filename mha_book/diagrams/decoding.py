@@ -55,7 +55,9 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Te
     """Top-left against bottom-right causal masks for T queries and S keys.
 
     Returns the figure and ``{"top_left": ..., "bottom_right": ...}``, the
-    two ``(T, S)`` bool masks drawn (True = may attend).
+    two ``(T, S)`` bool masks drawn (True = may attend). The top panel numbers
+    its queries 0 to T - 1; the bottom one by their positions S - T to S - 1,
+    the positions a KV cache gives them.
 
     Example:
         >>> fig, masks = causal_alignment(3, 7)
@@ -79,6 +81,9 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Te
         ax.set_title(titles[name], fontsize=10)
         ax.set_xlabel(pick("键 j", "key j"), fontsize=10)
         ax.set_ylabel(pick("查询 i", "query i"), fontsize=10)
+    bottom = axes[1]  # its queries are the last T positions: label them so
+    bottom.set_yticks(range(T), [str(S - T + i) for i in range(T)], fontsize=10)
+    bottom.set_ylabel(pick("查询位置", "query position"), fontsize=10)
     return fig, masks
 
 

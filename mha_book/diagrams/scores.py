@@ -29,7 +29,9 @@ __all__ = ["attention_matrices"]
 
 #: Largest T, S, D or Dv whose matrices still fit a phone's width with numbers.
 MAX_SIZE = 4
-CELL = (1.0, 0.62)  # width, height of one number's cell in data units
+#: Width, height of one number's cell in data units: wide enough that a 10 pt
+#: "-1.33" keeps a visible gap to its neighbours.
+CELL = (1.2, 0.62)
 
 
 def attention_matrices(
@@ -132,7 +134,7 @@ def _width(facts, item) -> float:
     """Width of a matrix (its columns) or of an operation between two."""
     if item in facts:
         return facts[item].shape[1] * CELL[0]
-    return 0.4 + 0.22 * len(item)
+    return 0.4 + 0.2 * len(item)
 
 
 def _height(facts, row) -> float:

@@ -30,7 +30,7 @@ __all__ = ["mha_data_flow", "head_split_layout"]
 # The five steps: (zh, en) label and the trace stages each one produces.
 _STEPS = (
     (("1. 投影", "1. project"), ("q_proj", "k_proj", "v_proj")),
-    (("2. 切分成头", "2. split into heads"), ("q_heads", "k_heads", "v_heads")),
+    (("2. 拆头", "2. split into heads"), ("q_heads", "k_heads", "v_heads")),
     (("3. 每个头做缩放点积注意力", "3. scaled dot-product per head"), ("context",)),
     (("4. 合并各头", "4. merge the heads"), ("merged",)),
     (("5. 输出投影", "5. output projection"), ("output",)),
