@@ -66,10 +66,6 @@ nb_merge_streams = True
 nb_code_prompt_show = {"zh": "显示代码", "en": "Show code"}[LANG]
 nb_code_prompt_hide = {"zh": "隐藏代码", "en": "Hide code"}[LANG]
 
-# Each solution directly follows its exercise, titled "Solution" (解答) with no
-# link back: a link in the toggle's title bar jumped instead of opening it.
-exercise_style = "solution_follow_exercise"
-
 # --- citations: one .bib for both editions; docs/<lang>/references.md lists them
 bibtex_bibfiles = ["docs/references.bib"]  # relative to this file
 bibtex_default_style = "plain"

@@ -258,3 +258,30 @@ def test_the_path_check_sees_an_absolute_path(site, tmp_path):
         encoding="utf-8",
     )
     assert len(machine_paths_in(copy)) == 1
+
+
+@pytest.mark.parametrize(
+    "lang, title", [("zh", "解答 练习"), ("en", "Solution to Exercise")]
+)
+def test_exercises_and_solutions_speak_the_page_language(site, lang, title):
+    """sphinx-exercise's titles come from its catalogue: none may stay in English on zh pages."""
+    exercise_word = {"zh": "练习", "en": "Exercise"}[lang]
+    pages = sorted((site / lang).glob("[0-9][0-9]-*.html"))
+    titles = []
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        titles += re.findall(
+            r'<div class="solution dropdown admonition"[^>]*>\s*<p class="admonition-title">(.*?)</p>',
+            html,
+            re.S,
+        )
+        assert html.count('class="exercise admonition"') == len(
+            re.findall(
+                rf'<span class="caption-number">{exercise_word} \d+ </span>', html
+            )
+        ), page.name
+    words = [re.sub(r"<[^>]+>", "", t) for t in titles]
+    assert len(words) >= 36
+    assert all(re.fullmatch(rf"{title} \d+", " ".join(w.split())) for w in words), (
+        words[:3]
+    )

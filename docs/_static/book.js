@@ -12,4 +12,10 @@ document.addEventListener("DOMContentLoaded", () => {
     img.replaceWith(link);
     link.appendChild(img);
   }
+  // A solution's title ("Solution to Exercise 3") links back to its exercise,
+  // which sits just above it; on a phone a tap on that link jumped instead of
+  // opening the solution, so the title keeps its words and loses the link.
+  for (const link of document.querySelectorAll(".solution > .admonition-title a")) {
+    link.replaceWith(...link.childNodes);
+  }
 });
