@@ -10,6 +10,7 @@ forking the code. The build sets the environment variable ``MHA_BOOK_LANG``
 from __future__ import annotations
 
 import os
+import unicodedata
 
 LANG_ENV_VAR = "MHA_BOOK_LANG"
 LANGUAGES = ("zh", "en")
@@ -49,12 +50,23 @@ def pick(zh: object, en: object) -> object:
     return zh if book_language() == "zh" else en
 
 
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font: a wide (CJK) character takes two.
+
+    Example:
+        >>> display_width("pick('权重', 'weights')")  # 21 characters
+        23
+    """
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def pad_cols(text: str, width: int, align: str = "<") -> str:
     """Pad ``text`` with spaces to ``width`` terminal columns.
 
     Like ``f"{text:<{width}}"``, but a wide character (most CJK characters)
-    counts as two columns, as it takes two in a monospace font: Chinese
-    table headers then line up with the numbers below them.
+    counts as two columns (:func:`display_width`), as it takes two in a
+    monospace font: Chinese table headers then line up with the numbers below
+    them.
 
     Args:
         text: the text to pad (left as is when already wider).
@@ -65,10 +77,7 @@ def pad_cols(text: str, width: int, align: str = "<") -> str:
         >>> pad_cols("时间", 6, ">") + "|", pad_cols("time", 6, ">") + "|"
         ('  时间|', '  time|')
     """
-    import unicodedata
-
     if align not in ("<", ">"):
         raise ValueError(f"align must be '<' or '>', got {align!r}")
-    used = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-    fill = " " * max(width - used, 0)
+    fill = " " * max(width - display_width(text), 0)
     return text + fill if align == "<" else fill + text

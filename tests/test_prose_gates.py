@@ -2,7 +2,6 @@
 code cells fit the code block. Each gate passes on the real book and fails on a broken copy."""
 
 import sys
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from check_prose import glossary_terms, measured_number_problems, term_problems  # noqa: E402
 from format_cells import LINE_LENGTH, format_page  # noqa: E402
 from page_model import read_page  # noqa: E402
+
+from mha_book.book import display_width  # noqa: E402
 
 DOCS = ROOT / "docs"
 PAGE = """---
@@ -150,15 +151,6 @@ def test_code_cell_lines_fit_the_code_block(page):
         if display_width(line) > LINE_LENGTH
     ]
     assert long == [], f"code-cell lines over {LINE_LENGTH} columns: {long}"
-
-
-def display_width(line: str) -> int:
-    """Columns a line takes in a monospace block: wide (CJK) characters take two.
-
-    >>> display_width("pick('权重', 'weights')")  # 21 characters
-    23
-    """
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
 
 
 @pytest.mark.parametrize("page", all_pages(), ids=lambda p: f"{p.parent.name}/{p.name}")
