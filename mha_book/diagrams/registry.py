@@ -12,6 +12,7 @@ Legend: B batch, H heads, T query length, S key length, E = H·D.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from unittest import mock
 
 import torch
 
@@ -30,7 +31,7 @@ __all__ = ["kernel_choice"]
 def _run(kernel: str | None, need_weights: bool, x: torch.Tensor) -> dict:
     """Call a module built with ``kernel``; record what ran and what came back."""
     module = MultiHeadAttention(x.shape[-1], 2, kernel=kernel).eval()
-    ran, saved = [], dict(ATTENTION_KERNELS)
+    ran = []
 
     def spy(name, fn):
         def recorded(*args, **kwargs):
@@ -39,16 +40,15 @@ def _run(kernel: str | None, need_weights: bool, x: torch.Tensor) -> dict:
 
         return recorded
 
+    spies = {name: spy(name, fn) for name, fn in ATTENTION_KERNELS.items()}
     result = {"ran": None, "weights": None, "error": None}
-    try:
-        ATTENTION_KERNELS.update({name: spy(name, fn) for name, fn in saved.items()})
-        with torch.no_grad():
+    # patch.dict puts the registry back as it was, even when the call raises
+    with mock.patch.dict(ATTENTION_KERNELS, spies), torch.no_grad():
+        try:
             _, weights = module(x, x, x, need_weights=need_weights)
-        result["weights"] = None if weights is None else tuple(weights.shape)
-    except ValueError as err:
-        result["error"] = str(err)
-    finally:
-        ATTENTION_KERNELS.update(saved)
+            result["weights"] = None if weights is None else tuple(weights.shape)
+        except ValueError as err:
+            result["error"] = str(err)
     result["ran"] = ran[0] if ran else None
     return result
 
