@@ -11,7 +11,8 @@ change gives a new digest, so a stale result is never served; it is simply
 not found. The folder is named by the environment variable
 ``MHA_BOOK_ARTIFACTS`` (the book's build sets it); without it nothing is cached.
 Concurrent callers with the same digest wait for each other (a file lock), so
-the work is done once.
+the work is done once; a caller with other work to do can pass ``wait=False``
+and be told (:class:`ArtifactBusy`) instead of waiting.
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from typing import TypeVar
 import numpy
 import torch
 
-__all__ = ["ARTIFACTS_ENV", "package_digest", "digest", "cached"]
+__all__ = ["ARTIFACTS_ENV", "ArtifactBusy", "package_digest", "digest", "cached"]
 
 ARTIFACTS_ENV = "MHA_BOOK_ARTIFACTS"
 Result = TypeVar("Result")
+
+
+class ArtifactBusy(Exception):
+    """Another process is computing this result now (``cached(..., wait=False)``)."""
 
 
 def package_digest() -> str:
@@ -86,15 +91,21 @@ def digest(*parts: object) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (POSIX); elsewhere, no lock."""
+def _locked(path: Path, wait: bool = True) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (POSIX); elsewhere, no lock.
+
+    With ``wait=False`` a lock held by another process raises :class:`ArtifactBusy`.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover: Windows; results stay correct
         yield
         return
     with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise ArtifactBusy(path.name) from None
         try:
             yield
         finally:
@@ -108,6 +119,7 @@ def cached(
     *,
     save: Callable[[Result, Path], None],
     load: Callable[[Path], Result],
+    wait: bool = True,
 ) -> tuple[Result, bool]:
     """``compute()``, or the stored result of an identical earlier call.
 
@@ -117,6 +129,8 @@ def cached(
         compute: Makes the result.
         save: Writes a result to a path.
         load: Reads it back.
+        wait: If another process is computing the same result, wait for it
+            (True) or raise :class:`ArtifactBusy` at once (False).
 
     Returns:
         ``(result, True)`` if it was loaded, ``(result, False)`` if computed.
@@ -128,7 +142,7 @@ def cached(
     folder.mkdir(parents=True, exist_ok=True)
     threads = torch.get_num_threads()  # results of float sums depend on it
     path = folder / f"{name}-{digest(package_digest(), name, threads, key)[:24]}.pt"
-    with _locked(path.with_suffix(".lock")):
+    with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
             try:
                 return load(path), True

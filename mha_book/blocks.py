@@ -27,6 +27,7 @@ from torch import nn
 
 from mha_book._checks import check_positive_int
 from mha_book.module import MultiHeadAttention
+from mha_book.rope import RotaryEmbedding
 
 __all__ = ["feed_forward", "residual", "DecoderOnlyBlock"]
 
@@ -104,6 +105,7 @@ class DecoderOnlyBlock(nn.Module):
         num_heads: Number of heads H; must divide E.
         ff_dim: Hidden size of the feed-forward network (usually 4·E).
         dropout: Dropout on the attention weights and on each sublayer's output.
+        rope: Rotary positions for the attention (:mod:`mha_book.rope`), or None.
         device: Device of the parameters.
         dtype: Dtype of the parameters.
 
@@ -123,6 +125,7 @@ class DecoderOnlyBlock(nn.Module):
         ff_dim: int,
         *,
         dropout: float = 0.0,
+        rope: RotaryEmbedding | None = None,
         device=None,
         dtype=None,
     ) -> None:
@@ -131,7 +134,7 @@ class DecoderOnlyBlock(nn.Module):
         factory = {"device": device, "dtype": dtype}
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.self_attn = MultiHeadAttention(
-            embed_dim, num_heads, dropout=dropout, **factory
+            embed_dim, num_heads, dropout=dropout, rope=rope, **factory
         )
         self.norm2 = nn.LayerNorm(embed_dim, **factory)
         self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
@@ -143,6 +146,7 @@ class DecoderOnlyBlock(nn.Module):
         x: torch.Tensor,
         mask: torch.Tensor,
         need_weights: bool = False,
+        bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Run the block.
 
@@ -151,10 +155,13 @@ class DecoderOnlyBlock(nn.Module):
             mask: Bool mask, True = may attend, e.g. ``causal_mask(T)``.
             need_weights: Return the attention weights (explicit kernel) or
                 ``None`` (PyTorch's fused kernel, faster for training).
+            bias: Optional float bias added to the scores, e.g. ALiBi's
+                ``alibi_bias(H, T)[None]`` (:mod:`mha_book.alibi`).
 
         Shape:
             - x: ``(B, T, E)``
             - mask: broadcastable to ``(B, H, T, T)``
+            - bias: broadcastable to ``(B, H, T, T)``, like ``mask``
             - output: ``(B, T, E)``
             - weights: ``(B, H, T, T)`` or None
 
@@ -163,7 +170,7 @@ class DecoderOnlyBlock(nn.Module):
         """
 
         def self_attention(h):
-            return self.self_attn(h, h, h, mask, need_weights=need_weights)
+            return self.self_attn(h, h, h, mask, need_weights=need_weights, bias=bias)
 
         def mlp(h):
             return feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)

@@ -10,6 +10,11 @@ pre-norm residual connection (as in GPT-2)::
     x = x + self_attn(norm1(x), mask=causal_mask(T))
     x = x + feed_forward(norm2(x))
 
+Positions (chapter 14-positions): a learned table or fixed sinusoids added to
+the token embeddings, rotary embeddings applied to queries and keys (RoPE),
+ALiBi's distance penalty added to the scores, or none at all (the causal mask
+alone then tells the model something about order).
+
 Legend: B batch, H heads, T sequence length (queries and keys: S = T here),
 D head dim, E = H·D (``embed_dim``), V vocabulary size, L layers.
 
@@ -30,13 +35,15 @@ from mha_book._checks import (
     check_token_ids,
     fmt_shape,
 )
+from mha_book.alibi import alibi_bias
 from mha_book.blocks import DecoderOnlyBlock
 from mha_book.masks import causal_mask
 from mha_book.positions import sinusoidal_positions
+from mha_book.rope import RotaryEmbedding
 
-__all__ = ["DecoderConfig", "CausalDecoder"]
+__all__ = ["DecoderConfig", "CausalDecoder", "POSITIONS"]
 
-POSITIONS = ("learned", "sinusoidal")
+POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,12 @@ class DecoderConfig:
             raise ValueError(
                 f"positions must be one of {POSITIONS}, got {self.positions!r}"
             )
+        head_dim, rest = divmod(self.embed_dim, self.num_heads)
+        if self.positions == "rope" and (rest or head_dim % 2):
+            raise ValueError(
+                "positions='rope' needs an even head dim embed_dim / num_heads, "
+                f"got {self.embed_dim} / {self.num_heads}"
+            )
         if not isinstance(self.tie_weights, bool):
             raise TypeError(
                 f"tie_weights must be a bool, got {type(self.tie_weights).__name__}"
@@ -82,9 +95,9 @@ class DecoderConfig:
 class CausalDecoder(nn.Module):
     """A decoder-only Transformer language model over a vocabulary of V tokens.
 
-    Token embedding plus position (learned table or fixed sinusoids), L
-    :class:`~mha_book.blocks.DecoderOnlyBlock`, a final LayerNorm and a linear head that gives the
-    logits of the next token at every position. With ``tie_weights`` the head
+    Token embedding, positions (see ``positions``), L
+    :class:`~mha_book.blocks.DecoderOnlyBlock`, a final LayerNorm and a linear
+    head that gives the logits of the next token at every position. With ``tie_weights`` the head
     shares its ``(V, E)`` matrix with the token embedding.
 
     Args:
@@ -92,11 +105,17 @@ class CausalDecoder(nn.Module):
         embed_dim: Model dimension E.
         num_heads: Heads per block H; must divide E.
         num_layers: Number of blocks L.
-        max_len: Longest sequence the model accepts (its context length).
+        max_len: Longest sequence the model accepts (its context length);
+            with learned positions, the number of rows of their table.
         ff_dim: Feed-forward hidden size; default 4·E.
         dropout: Dropout after the embeddings, on attention weights and sublayer
             outputs.
-        positions: ``"learned"`` (a trained ``(max_len, E)`` table) or ``"sinusoidal"``.
+        positions: How the model knows where a token is: ``"learned"`` (a
+            trained ``(max_len, E)`` table added to the embeddings, GPT-2),
+            ``"sinusoidal"`` (fixed sines and cosines added, the original
+            Transformer), ``"rope"`` (queries and keys rotated by position,
+            :mod:`mha_book.rope`), ``"alibi"`` (a per-head distance penalty
+            added to the scores, :mod:`mha_book.alibi`) or ``"none"``.
         tie_weights: Share the output head's weight with the token embedding.
         device: Device of the parameters.
         dtype: Dtype of the parameters.
@@ -145,21 +164,30 @@ class CausalDecoder(nn.Module):
         ff_dim, dropout = self.config.ff_dim, self.config.dropout
         self.max_len = max_len
         factory = {"device": device, "dtype": dtype}
+        self.num_heads = num_heads
+        self.positions = positions
         self.tok_emb = nn.Embedding(vocab_size, embed_dim, **factory)
+        self.pos_emb = None
         if positions == "learned":
             self.pos_emb = nn.Embedding(max_len, embed_dim, **factory)
-        else:  # fixed table: a buffer, not a parameter, and not saved in the state dict
-            self.pos_emb = None
+        # a fixed table: a buffer, not a parameter, and not saved in the state dict
+        table = None
+        if positions == "sinusoidal":
             table = sinusoidal_positions(
                 max_len,
                 embed_dim,
                 device=device,
                 dtype=dtype or torch.get_default_dtype(),
             )
-            self.register_buffer("pos_table", table, persistent=False)
+        self.register_buffer("pos_table", table, persistent=False)
+        rope = None
+        if positions == "rope":  # an even E / H, checked by DecoderConfig
+            rope = RotaryEmbedding(embed_dim // num_heads)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            DecoderOnlyBlock(embed_dim, num_heads, ff_dim, dropout=dropout, **factory)
+            DecoderOnlyBlock(
+                embed_dim, num_heads, ff_dim, dropout=dropout, rope=rope, **factory
+            )
             for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(embed_dim, **factory)
@@ -209,15 +237,20 @@ class CausalDecoder(nn.Module):
                 f"idx must have at most max_len = {self.max_len} positions, "
                 f"got shape {fmt_shape(idx.shape)}"
             )
+        x = self.tok_emb(idx)  # (B, T, E)
         if self.pos_emb is not None:
-            pos = self.pos_emb.weight[:T]  # (T, E)
-        else:
-            pos = self.pos_table[:T]  # (T, E)
-        x = self.drop(self.tok_emb(idx) + pos)  # (B, T, E)
+            x = x + self.pos_emb.weight[:T]  # (B, T, E) + (T, E)
+        elif self.pos_table is not None:
+            x = x + self.pos_table[:T]  # (B, T, E) + (T, E)
+        x = self.drop(x)
         mask = causal_mask(T, device=idx.device)  # (T, T), True = may attend
+        bias = None
+        if self.positions == "alibi":
+            bias = alibi_bias(self.num_heads, T, device=x.device, dtype=x.dtype)
+            bias = bias[None]  # (1, H, T, T)
         weights = []
         for block in self.blocks:
-            x, w = block(x, mask, need_weights=need_weights)  # (B, T, E), (B, H, T, T)
+            x, w = block(x, mask, need_weights, bias)  # (B, T, E), (B, H, T, T)
             weights.append(w)
         logits = self.lm_head(self.norm(x))  # (B, T, V)
         return logits, (tuple(weights) if need_weights else None)

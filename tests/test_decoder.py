@@ -5,8 +5,9 @@ import math
 import pytest
 import torch
 
+from mha_book.alibi import alibi_bias
 from mha_book.blocks import DecoderOnlyBlock
-from mha_book.decoder import CausalDecoder
+from mha_book.decoder import POSITIONS, CausalDecoder
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.positions import sinusoidal_positions
@@ -34,7 +35,7 @@ def test_sinusoidal_positions_formula():
         sinusoidal_positions(4, 5)
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+@pytest.mark.parametrize("positions", POSITIONS)
 def test_shapes_and_weights(positions):
     model = make_model(positions=positions)
     idx = torch.randint(0, 11, (3, 9))
@@ -53,7 +54,7 @@ def test_shapes_and_weights(positions):
     )  # explicit and fused kernels agree
 
 
-@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
+@pytest.mark.parametrize("positions", POSITIONS)
 def test_no_information_from_the_future(positions):
     model = make_model(positions=positions)
     idx = torch.randint(0, 11, (2, 10))
@@ -139,3 +140,37 @@ def test_errors_state_expected_and_actual():
         model.generate(torch.zeros(1, 1, dtype=torch.long), 2, temperature=0.0)
     with pytest.raises(ValueError, match="divisible"):
         CausalDecoder(5, 10, 3, 1, 4)
+    with pytest.raises(ValueError, match=r"even head dim.*got 12 / 4"):
+        CausalDecoder(5, 12, 4, 1, 4, positions="rope")  # D = 3
+
+
+@pytest.mark.parametrize("positions", ["rope", "alibi", "none"])
+def test_schemes_inside_attention_add_nothing_to_the_embeddings(positions):
+    model = make_model(positions=positions)
+    assert model.pos_emb is None and model.pos_table is None
+    assert not any("pos" in name for name in model.state_dict())
+    rotary = [block.self_attn.rope for block in model.blocks]
+    if positions == "rope":
+        assert all(r is not None and r.head_dim == 4 for r in rotary)
+    else:
+        assert all(r is None for r in rotary)
+
+
+def test_alibi_decoder_adds_the_papers_bias_in_every_block():
+    model = make_model(positions="alibi")
+    idx = torch.randint(0, 11, (2, 7))
+    _, weights = model(idx, need_weights=True)
+    block = model.blocks[0]
+    h = block.norm1(model.tok_emb(idx))  # (B, T, E): the first block's input, normed
+    bias = alibi_bias(4, 7, dtype=F64)[None]  # (1, H, T, T)
+    _, expected = block.self_attn(h, h, h, causal_mask(7), bias=bias)
+    assert torch.allclose(weights[0], expected, atol=1e-12)
+    _, unbiased = block.self_attn(h, h, h, causal_mask(7))
+    assert (weights[0] - unbiased).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "rope", "alibi", "none"])
+def test_fixed_schemes_read_any_length_up_to_max_len(positions):
+    model = make_model(positions=positions, max_len=40)
+    logits, _ = model(torch.randint(0, 11, (1, 40)))
+    assert logits.shape == (1, 40, 11) and torch.isfinite(logits).all()
