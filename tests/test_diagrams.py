@@ -1,10 +1,14 @@
 """The diagrams draw what the code computes (mha_book.diagrams)."""
 
+import math
+
 import pytest
 import torch
 
+from mha_book.alibi import alibi_bias, alibi_slopes
 from mha_book.book import LANG_ENV_VAR
 from mha_book.diagrams import (
+    alibi_heads,
     attention_matrices,
     attention_patterns,
     causal_alignment,
@@ -15,6 +19,7 @@ from mha_book.diagrams import (
     mask_broadcast,
     mha_data_flow,
     online_softmax_tiles,
+    rotary_rotation,
     torch_is_causal_mask,
 )
 from mha_book.heads import merge_heads, split_heads
@@ -22,6 +27,8 @@ from mha_book.masks import causal_mask, padding_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.plot import smallest_text_pt
 from mha_book.trace import trace_shapes
+
+F64 = torch.float64
 
 
 def texts(fig) -> str:
@@ -362,3 +369,27 @@ def test_the_kernel_table_names_bad_arguments_and_restores_the_registry():
     with pytest.raises(TypeError, match="tokens must be a positive int, got float"):
         kernel_choice(2.0)
     assert ATTENTION_KERNELS == before
+
+
+def test_the_rotation_diagram_reads_position_times_theta_back():
+    fig, facts = rotary_rotation(head_dim=8, positions=6, pairs=(0, 1, 2))
+    theta = facts["theta"]  # (3,): 1, 0.1, 0.01
+    assert torch.allclose(theta, torch.tensor([1.0, 0.1, 0.01], dtype=F64))
+    m = torch.arange(6, dtype=F64)[:, None]  # (T, 1)
+    assert torch.allclose(facts["angles"], (m * theta) % (2 * math.pi), atol=1e-12)
+    assert torch.allclose(facts["norms"], torch.ones(6, 3, dtype=F64), atol=1e-12)
+    assert len(fig.axes) == 3
+    with pytest.raises(ValueError, match=r"pairs in \[0, D/2\) = \[0, 4\)"):
+        rotary_rotation(head_dim=8, pairs=(4,))
+
+
+def test_the_alibi_diagram_draws_every_heads_real_bias(monkeypatch):
+    monkeypatch.setenv(LANG_ENV_VAR, "en")
+    fig, facts = alibi_heads(6, 5)
+    assert torch.equal(facts["slopes"], alibi_slopes(6, dtype=F64))
+    assert torch.equal(facts["bias"], alibi_bias(6, 5, dtype=F64))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles[:2] == ["head 0: m = 1/4", "head 1: m = 1/16"]
+    assert len(titles) == 6
+    with pytest.raises(ValueError, match="H <= 16"):
+        alibi_heads(17)

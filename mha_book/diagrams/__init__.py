@@ -25,6 +25,9 @@ per idea; the chapter that teaches the idea draws it:
   blocks, from the weights of real layers.
 - :mod:`~mha_book.diagrams.tiling` (chapter 12): :func:`online_softmax_tiles`,
   the order of FlashAttention's tiles and the running max and sum after each.
+- :mod:`~mha_book.diagrams.positions` (chapter 14): :func:`rotary_rotation`,
+  one vector rotated by RoPE at successive positions, pair by pair;
+  :func:`alibi_heads`, ALiBi's bias of every head as a heatmap.
 - :mod:`~mha_book.diagrams.registry` (chapter 09): :func:`kernel_choice`,
   which registered kernel a module runs for each ``kernel=`` and
   ``need_weights``, recorded by calling real modules.
@@ -38,6 +41,7 @@ from mha_book.diagrams.decoding import (
 )
 from mha_book.diagrams.masks import mask_broadcast
 from mha_book.diagrams.patterns import attention_patterns
+from mha_book.diagrams.positions import alibi_heads, rotary_rotation
 from mha_book.diagrams.registry import kernel_choice
 from mha_book.diagrams.scores import attention_matrices
 from mha_book.diagrams.shapes import head_split_layout, mha_data_flow
@@ -55,4 +59,6 @@ __all__ = [
     "attention_patterns",
     "online_softmax_tiles",
     "kernel_choice",
+    "rotary_rotation",
+    "alibi_heads",
 ]
