@@ -51,7 +51,10 @@ def test_a_wrong_solution_fails_the_build(scratch):
 
 
 # --- the real chapters ----------------------------------------------------------
-CHAPTERS = [f"{n:02d}" for n in range(2, 14)]
+# every chapter after the overview, as the toctree's glob finds them
+CHAPTERS = sorted(
+    path.name[:2] for path in (ROOT / "docs" / "en").glob("[0-9][0-9]-*.md")
+)[1:]
 
 
 def chapter_page(lang: str, number: str):

@@ -72,7 +72,8 @@ def rotary_rotation(
     angles = torch.atan2(y, x) % (2 * math.pi)  # (T, P)
     theta = rotary_frequencies(D)[cols]  # (P,), float64
 
-    fig = new_figure(figsize=(2.7 * len(cols) + 0.4, 3.0))
+    # about 2 inches a panel: at a phone's width the 9 pt labels stay legible
+    fig = new_figure(figsize=(2.0 * len(cols) + 0.3, 2.4))
     colours = [f"C{i % 10}" for i in range(n)]
     for k, ax in enumerate(fig.subplots(1, len(cols), squeeze=False)[0]):
         ax.add_patch(_unit_circle())
@@ -88,21 +89,21 @@ def rotary_rotation(
                 continue  # same colour as in the faster panel: readable without
             labelled.append(float(angles[t, k]))
             ax.text(
-                1.22 * float(x[t, k]),
-                1.22 * float(y[t, k]),
+                1.25 * float(x[t, k]),
+                1.25 * float(y[t, k]),
                 f"m={t}",
                 ha="center",
                 va="center",
                 fontsize=9,
                 color=colours[t],
             )
-        ax.set_xlim(-1.45, 1.45)
-        ax.set_ylim(-1.45, 1.45)
+        ax.set_xlim(-1.55, 1.55)
+        ax.set_ylim(-1.55, 1.55)
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
         label = pick("特征对", "pair")
-        ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}", fontsize=10)
+        ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}", fontsize=9)
     norms = torch.sqrt(x**2 + y**2)  # (T, P): a rotation keeps lengths
     return fig, {"angles": angles, "theta": theta, "norms": norms}
 
@@ -150,9 +151,9 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
     blocked = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T): j > i
     shown = bias.masked_fill(blocked, float("nan"))  # blank above the diagonal
 
-    cols = min(H, 4)
+    cols = min(H, 2)  # two panels a row: at a phone's width the text stays legible
     rows = math.ceil(H / cols)
-    fig = new_figure(figsize=(2.0 * cols + 0.9, 2.1 * rows + 0.3))
+    fig = new_figure(figsize=(1.8 * cols + 0.8, 1.65 * rows + 0.4))
     axes = fig.subplots(rows, cols, squeeze=False)
     lo = float(bias.masked_select(~blocked).min())
     image = None
@@ -166,8 +167,9 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
         )
         ax.set_xticks([0, T - 1])
         ax.set_yticks([0, T - 1])
-        ax.tick_params(labelsize=8)
-    fig.colorbar(image, ax=axes, shrink=0.8, label=pick("偏置", "bias"))
+        ax.tick_params(labelsize=9)
+    bar = fig.colorbar(image, ax=axes, shrink=0.6, label=pick("偏置", "bias"))
+    bar.ax.tick_params(labelsize=9)
     fig.supxlabel(pick("键的位置 j", "key position j"), fontsize=9)
     fig.supylabel(pick("查询的位置 i", "query position i"), fontsize=9)
     return fig, {"bias": bias, "slopes": slopes}
