@@ -12,7 +12,8 @@ DOCS   := $(VENV)/.installed-docs
 TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt
 
-.PHONY: setup setup-test html page test test-fast lint e2e bench format serve lock clean
+.PHONY: setup setup-test html page test test-fast lint e2e bench format serve lock clean \
+        corpus corpus-check
 
 # The locks in requirements/ are resolved for Python 3.11: check it up front.
 $(PY):
@@ -97,6 +98,19 @@ lint: $(TESTS)
 	$(PY) -m ruff format --check $(LINTED)
 	$(PY) tools/format_cells.py --check
 	$(PY) tools/lint_cells.py
+
+# The five-character Tang poems shipped in mha_book/data/tang5/, derived from
+# the npm package chinese-poetry 2.0.1 by tools/ship_poems.py: `make corpus`
+# writes them, `make corpus-check` regenerates them and compares, writing
+# nothing. Both need npm (or TARBALL=path/to/chinese-poetry-2.0.1.tgz) and
+# OpenCC, installed into .venv here; `make html` and `make test` need neither.
+# The OpenCC version is the tool's OPENCC_VERSION (the data depend on it).
+OPENCC := 1.4.2
+corpus corpus-check: | $(PY)
+	@$(PY) -c 'import opencc, sys; sys.exit(opencc.__version__ != "$(OPENCC)")' 2>/dev/null \
+	  || $(PIP) opencc==$(OPENCC)
+	$(PY) tools/ship_poems.py $(if $(filter corpus-check,$@),--check) \
+	  $(if $(TARBALL),--tarball $(TARBALL))
 
 bench: $(DOCS)
 	$(PY) -m mha_book.bench
