@@ -15,12 +15,16 @@ Legend: B batch, L layers, H heads, T length, V vocabulary size.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
 
 import torch
 
 from mha_book._checks import check_positive_int, check_rank, check_tensor
+from mha_book.artifacts import cached
 from mha_book.charlm import CharTokenizer
 from mha_book.decoder import CausalDecoder
 
@@ -130,12 +134,16 @@ def generate_poems(
     temperature: float = 1.0,
     seed: int = 0,
     max_chars: int = 8 * (LINE_CHARS + 1),
+    cache: bool = False,
 ) -> list[str]:
     """``num`` poems, each sampled after a newline and cut at the next one.
 
     The corpus puts one poem per line, so a newline is where a poem starts and
     ends. A sample with no newline within ``max_chars`` is kept whole (and
-    fails :func:`is_regular_verse` if it is longer than a poem).
+    fails :func:`is_regular_verse` if it is longer than a poem). With
+    ``cache=True`` the poems of an identical call (same weights, vocabulary
+    and arguments) are loaded from the artifact cache
+    (:mod:`mha_book.artifacts`) instead of sampled again.
 
     Example:
         >>> tok = CharTokenizer("\\n春风")
@@ -145,11 +153,28 @@ def generate_poems(
     """
     num = check_positive_int(num, "num")
     newline = tokenizer.encode("\n", name="tokenizer's newline")  # (1,)
-    start = newline.expand(num, 1).contiguous()  # (B, 1)
-    generator = torch.Generator().manual_seed(seed)
-    out = model.generate(start, max_chars, temperature=temperature, generator=generator)
-    texts = [tokenizer.decode(row[1:]) for row in out]  # drop the starting newline
-    return [text.split("\n", 1)[0] for text in texts]
+
+    def sample() -> list[str]:
+        start = newline.expand(num, 1).contiguous()  # (B, 1)
+        generator = torch.Generator().manual_seed(seed)
+        out = model.generate(
+            start, max_chars, temperature=temperature, generator=generator
+        )  # (B, 1 + max_chars)
+        texts = [tokenizer.decode(row[1:]) for row in out]  # drop the first newline
+        return [text.split("\n", 1)[0] for text in texts]
+
+    if not cache:
+        return sample()
+    weights = (asdict(model.config), model.state_dict())  # rope, alibi: same keys
+    key = (weights, tokenizer.chars, num, temperature, seed, max_chars)
+    poems, _ = cached(
+        "poems",
+        key,
+        sample,
+        save=lambda poems, path: Path(path).write_text(json.dumps(poems), "utf-8"),
+        load=lambda path: json.loads(Path(path).read_text("utf-8")),
+    )
+    return poems
 
 
 def offset_profile(weights: Sequence[torch.Tensor], max_offset: int) -> torch.Tensor:
