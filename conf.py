@@ -82,7 +82,14 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_favicon = "docs/_static/favicon.svg"
 templates_path = ["docs/_templates"]
-html_static_path = ["docs/_static", book_build.offline_mathjax_dir()]
+# mha_book/static holds the attention explorer's explorer.js and explorer.css
+# (package data, the single source); book_build loads them only on the pages
+# that show an explorer.
+html_static_path = [
+    "docs/_static",
+    str(ROOT / "mha_book" / "static"),
+    book_build.offline_mathjax_dir(),
+]
 html_css_files = ["book.css"]
 html_js_files = ["book.js"]
 mathjax_path = "mathjax/tex-chtml.js"

@@ -14,6 +14,7 @@ from mha_book.blocks import DecoderOnlyBlock
 from mha_book.book import book_language
 from mha_book.charlm import CharTokenizer
 from mha_book.decoder import CausalDecoder, DecoderConfig
+from mha_book.explorer import AttentionExplorer, explore
 from mha_book.flash import flash_attention, online_softmax_update
 from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.heatmap import plot_attention
@@ -35,6 +36,7 @@ from mha_book.trace import ShapeTrace, trace_shapes
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttentionExplorer",
     "BertEncoder",
     "CausalDecoder",
     "CharTokenizer",
@@ -59,6 +61,7 @@ __all__ = [
     "ShapeTrace",
     "book_language",
     "causal_mask",
+    "explore",
     "flip_mask_convention",
     "merge_heads",
     "padding_mask",

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The browser tests run on their own (`make e2e`, which sets MHA_BOOK_E2E=1).
 collect_ignore = [] if os.environ.get("MHA_BOOK_E2E") else ["e2e"]
-SITE = ROOT / "_build" / "html"
+# MHA_BOOK_SITE checks a site built elsewhere (tools/build_book.py --build-dir DIR: DIR/html).
+SITE = Path(os.environ.get("MHA_BOOK_SITE", ROOT / "_build" / "html"))
 
 
 @pytest.fixture(scope="session")

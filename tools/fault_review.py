@@ -457,6 +457,17 @@ def catalogue() -> list[Api]:
             mha_book.plot_attention,
             lambda: {"weights": torch.rand(2, 3, 3), "ncols": 2},
         ),
+        Api(
+            "explore",
+            mha_book.explore,
+            lambda: {
+                "tokens": ["a", "b", "c"],
+                "attentions": torch.softmax(torch.randn(2, 3, 3, 3), dim=-1),
+                "title": "t",
+                "layer": 1,
+                "head": 2,
+            },
+        ),
         *_position_apis(),
     ]
 

@@ -9,6 +9,7 @@
   多头注意力 typed without spaces finds the pages that contain it.
 * ``offline_mathjax_dir``: the MathJax 3 files served from the site itself.
 * kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
+* the attention explorer's files (``mha_book/static``) on the pages that use it.
 * the execution report: after each build, ``_build/exec/<lang>.json`` lists
   every page's last execution (runtime, method) and whether this build read it.
 """
@@ -250,6 +251,21 @@ def _offer_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+# --- the attention explorer's script and style, on the pages that use it ----------
+EXPLORER_MARK = 'class="mha-explorer"'  # the root of mha_book.explore's HTML
+
+
+def _load_explorer(app, pagename, templatename, context, doctree):
+    """Load ``explorer.js`` and ``explorer.css`` (from ``mha_book/static``,
+    copied into ``_static`` by ``html_static_path``) on a page that shows an
+    explorer; Sphinx adds a file given here to this page only. The inline copy
+    in the widget's own HTML then finds the widget defined and only mounts it.
+    """
+    if EXPLORER_MARK in context.get("body", ""):
+        app.add_css_file("explorer.css")
+        app.add_js_file("explorer.js")
+
+
 # --- the theme's header buttons in the page's language -------------------------
 # sphinx-book-theme's own zh_CN catalogue says 列印成 PDF (Taiwanese usage).
 ZH_BUTTON_LABELS = {"列印成 PDF": "打印为 PDF", "Print to PDF": "打印为 PDF"}
@@ -406,5 +422,6 @@ def setup(app):
     app.connect("doctree-read", _hide_machine_paths)
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _localise_header_buttons, priority=900)
+    app.connect("html-page-context", _load_explorer)
     app.connect("build-finished", _write_exec_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

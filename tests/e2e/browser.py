@@ -375,3 +375,156 @@ def code_scroll_problems(page, url: str | None) -> list[str]:
         f"code block scrolls sideways; its longest line: {line!r}"
         for line in page.evaluate(CODE_SCROLL_JS)
     ]
+
+
+# --- the attention explorer (mha_book.explore) -----------------------------------
+EXPLORER_TOLERANCE = 5e-4  # the page's weights are rounded to 0.001
+EXPLORER_DRAWN_JS = """(index) => {
+  // What the reader sees, read from the layout rather than from the widget's
+  // state: each line is assigned to the query row its left end meets and the
+  // key row its right end meets, and to a head by its colour (the legend's).
+  const root = document.querySelectorAll(".mha-explorer")[index];
+  const data = JSON.parse(root.querySelector("script.mha-explorer-data").textContent);
+  const middle = (el) => { const r = el.getBoundingClientRect(); return (r.top + r.bottom) / 2; };
+  const queryRows = [...root.querySelectorAll(".mha-explorer__query")].map(middle);
+  const keyRows = [...root.querySelectorAll(".mha-explorer__key")].map(middle);
+  const nearest = (rows, y) => {
+    let best = 0;
+    rows.forEach((v, i) => { if (Math.abs(v - y) < Math.abs(rows[best] - y)) best = i; });
+    return [best, Math.abs(rows[best] - y)];
+  };
+  const lines = [...root.querySelectorAll("svg line")].map((line) => {
+    const m = line.getScreenCTM();
+    const at = (x, y) => new DOMPoint(+line.getAttribute(x), +line.getAttribute(y)).matrixTransform(m);
+    let [a, b] = [at("x1", "y1"), at("x2", "y2")];
+    if (a.x > b.x) [a, b] = [b, a];
+    const [query, offQuery] = nearest(queryRows, a.y);
+    const [key, offKey] = nearest(keyRows, b.y);
+    const style = getComputedStyle(line);
+    return {query, key, off: Math.max(offQuery, offKey), opacity: parseFloat(style.strokeOpacity),
+            colour: style.stroke, shown: style.display !== "none" && style.visibility !== "hidden"};
+  });
+  const legend = [...root.querySelectorAll(".mha-explorer__swatch")]
+    .map((s) => getComputedStyle(s, "::before").backgroundColor);
+  return {
+    data, lines, legend,
+    layer: root.querySelector("select.mha-explorer__layer").value,
+    head: root.querySelector("select.mha-explorer__head").value,
+    numbers: [...root.querySelectorAll(".mha-explorer__weight")].map((n) => n.textContent.trim()),
+    width: root.getBoundingClientRect().width,
+  };
+}"""
+ACTIVE_QUERY_JS = """(index) => {
+  const root = document.querySelectorAll(".mha-explorer")[index];
+  const buttons = [...root.querySelectorAll(".mha-explorer__query")];
+  const active = document.activeElement;
+  const style = getComputedStyle(active);
+  return {index: buttons.indexOf(active),
+          outline: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0};
+}"""
+
+
+def explorer_drawing(page, index: int = 0) -> dict:
+    """The explorer's JSON and what it draws now: lines, numbers, selectors."""
+    return page.evaluate(EXPLORER_DRAWN_JS, index)
+
+
+def explorer_mismatches(
+    drawn: dict, layer: int, head: int | str, query: int
+) -> list[str]:
+    """Compare the drawing with the JSON weights of (layer, head, query).
+
+    With query token ``query`` selected, the widget must draw only that
+    token's lines, one per key and head with a weight above zero, each as
+    opaque as its weight (a missing line counts as 0), each ending at the
+    middle of a token row; the numbers beside the keys are the weights (the
+    mean over the heads when all heads are shown); with all heads, each head
+    has its own colour, the legend's.
+    """
+    weights = drawn["data"]["weights"][layer]  # (H, T, T)
+    H, T = len(weights), len(drawn["data"]["tokens"])
+    heads = list(range(H)) if head == "all" else [head]
+    problems = []
+    if (drawn["layer"], drawn["head"]) != (str(layer), str(head)):
+        problems.append(
+            f"selectors show layer {drawn['layer']}, head {drawn['head']}, "
+            f"expected {layer}, {head}"
+        )
+    if head == "all":
+        colour_head = {c: h for h, c in enumerate(drawn["legend"])}
+        if len(colour_head) != H:
+            problems.append(f"the legend has {len(colour_head)} colours for {H} heads")
+    else:
+        colour_head = None
+    opacity: dict[tuple[int, int], float] = {}
+    for line in drawn["lines"]:
+        where = f"line query {line['query']} -> key {line['key']}"
+        if not line["shown"]:
+            continue
+        if line["off"] > 2:
+            problems.append(f"{where} ends {line['off']:.1f} px away from a token row")
+        if line["query"] != query:
+            problems.append(f"{where} is drawn while query {query} is selected")
+            continue
+        h = head if colour_head is None else colour_head.get(line["colour"])
+        if h is None:
+            problems.append(f"{where} has colour {line['colour']}, no head's")
+            continue
+        if (h, line["key"]) in opacity:
+            problems.append(f"{where} of head {h} is drawn twice")
+        opacity[h, line["key"]] = line["opacity"]
+    if head == "all":
+        colours = {line["colour"] for line in drawn["lines"] if line["shown"]}
+        if len(colours) != H:
+            problems.append(f"all heads drawn in {len(colours)} colours, expected {H}")
+    for h in heads:
+        for k in range(T):
+            want, got = weights[h][query][k], opacity.get((h, k), 0.0)
+            if abs(want - got) > EXPLORER_TOLERANCE:
+                problems.append(
+                    f"layer {layer}, head {h}, query {query}, key {k}: "
+                    f"line opacity {got:.4f}, weight {want:.3f}"
+                )
+    for k, text in enumerate(drawn["numbers"]):
+        want = sum(weights[h][query][k] for h in heads) / len(heads)
+        try:
+            got = float(text)
+        except ValueError:
+            problems.append(f"key {k}: number {text!r} is not a weight ({want:.3f})")
+            continue
+        if abs(want - got) > EXPLORER_TOLERANCE + 1e-9:
+            problems.append(f"key {k}: number {text}, weight {want:.3f}")
+    return problems
+
+
+def explorer_problems(
+    page, *, layer: int, head: int | str, query: int, via: str = "hover", index: int = 0
+) -> list[str]:
+    """Select ``layer`` and ``head``, reach query token ``query``, compare.
+
+    ``via``: ``"hover"`` (the mouse), ``"keyboard"`` (Tab from the head
+    selector, one press per token; the focused token must show a visible
+    outline) or ``"tap"`` (a touch screen).
+    """
+    root = page.locator(".mha-explorer").nth(index)
+    root.locator("select.mha-explorer__layer").select_option(str(layer))
+    head_box = root.locator("select.mha-explorer__head")
+    head_box.select_option(str(head))
+    token = root.locator(".mha-explorer__query").nth(query)
+    if via == "hover":
+        token.hover()
+    elif via == "tap":
+        token.tap()
+    elif via == "keyboard":
+        page.mouse.move(0, 0)  # no hover
+        head_box.focus()
+        for _ in range(query + 1):
+            page.keyboard.press("Tab")
+        active = page.evaluate(ACTIVE_QUERY_JS, index)
+        if active["index"] != query:
+            return [f"{query + 1} x Tab from the head selector reached {active}"]
+        if not active["outline"]:
+            return [f"the focused query token {query} shows no outline"]
+    else:
+        raise ValueError(f"via must be 'hover', 'keyboard' or 'tap', got {via!r}")
+    return explorer_mismatches(explorer_drawing(page, index), layer, head, query)
