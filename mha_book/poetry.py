@@ -40,7 +40,7 @@ __all__ = [
 
 #: Characters per line; with its punctuation mark a line takes LINE_CHARS + 1.
 LINE_CHARS = 5
-_CJK = r"[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0002ffff]"
+_CJK = r"[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003ffff]"  # as tools/ship_poems.py
 _VERSE = re.compile(
     rf"(?:{_CJK}{{5}}，{_CJK}{{5}}。){{2}}(?:(?:{_CJK}{{5}}，{_CJK}{{5}}。){{2}})?"
 )

@@ -10,9 +10,11 @@ Legend: B batch, T block (context) length, V vocabulary size, N corpus length.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,7 +25,33 @@ from mha_book.artifacts import cached
 from mha_book.charlm import CharTokenizer, evaluate, get_batch, lm_loss
 from mha_book.decoder import CausalDecoder
 
-__all__ = ["TrainHistory", "train", "sample"]
+__all__ = ["TrainHistory", "train", "sample", "torch_threads"]
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` PyTorch threads, then restore the previous count.
+
+    The book's build gives each edition's kernel one thread; a page that
+    trains a model while the other edition waits for the result can use both
+    cores. Float sums depend on the thread count, so a run is reproducible
+    for a fixed ``n``, and the artifact cache keys stored runs by it.
+
+    Example:
+        >>> before = torch.get_num_threads()
+        >>> with torch_threads(2):
+        ...     torch.get_num_threads()
+        2
+        >>> torch.get_num_threads() == before
+        True
+    """
+    n = check_positive_int(n, "n")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 @dataclass
