@@ -1,4 +1,4 @@
-"""The attention explorer of chapter 11 (mha_book.explore) in Chromium.
+"""The attention explorers of chapters 11 and 15 (mha_book.explore) in Chromium.
 
 In both editions: the widget renders offline without console errors, in the
 page's language; the lines drawn for a selected layer, head and query token
@@ -25,6 +25,9 @@ from conftest import SITE
 
 LANGS = ("zh", "en")
 PAGE = "11-pretrained-bert.html"
+# Every page that shows an explorer, and the (layers, heads) of its model.
+EXPLORERS = {PAGE: (6, 12), "15-tang-poems.html": (2, 4)}
+BOTH = pytest.mark.parametrize("chapter", list(EXPLORERS))
 # The line of explorer.js that reads the weight of a line (broken on purpose below).
 WEIGHT_LINE = "const w = weights[l][h][i][k];"
 
@@ -35,12 +38,13 @@ def sizes(page) -> tuple[int, int, int]:
     return len(data["weights"]), len(data["weights"][0]), len(data["tokens"])
 
 
+@BOTH
 @pytest.mark.parametrize("lang", LANGS)
-def test_the_explorer_renders_in_the_page_language(page, site_url, lang):
-    seen = open_page(page, f"{site_url}/{lang}/{PAGE}")
+def test_the_explorer_renders_in_the_page_language(page, site_url, lang, chapter):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     assert page.locator(".mha-explorer[data-mounted]").count() == 1
     L, H, T = sizes(page)
-    assert (L, H) == (6, 12)
+    assert (L, H) == EXPLORERS[chapter]
     drawn = explorer_drawing(page)
     assert len(drawn["lines"]) > T  # the first view: every query's lines
     labels = drawn["data"]["labels"]
@@ -63,20 +67,22 @@ def test_the_explorer_renders_in_the_page_language(page, site_url, lang):
     assert load_problems(page, seen) == []  # console, failed or remote requests
 
 
+@BOTH
 @pytest.mark.parametrize("lang", LANGS)
-def test_hovering_a_query_draws_its_weights(page, site_url, lang):
-    seen = open_page(page, f"{site_url}/{lang}/{PAGE}")
+def test_hovering_a_query_draws_its_weights(page, site_url, lang, chapter):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
-    for layer, head, query in ((0, 0, 0), (L - 1, H - 1, T - 1), (2, 7, 5)):
+    for layer, head, query in ((0, 0, 0), (L - 1, H - 1, T - 1), (1, H // 2, 5)):
         assert explorer_problems(page, layer=layer, head=head, query=query) == []
     assert load_problems(page, seen) == []  # nothing went wrong while hovering
 
 
+@BOTH
 @pytest.mark.parametrize("lang", LANGS)
-def test_tabbing_to_a_query_draws_its_weights(page, site_url, lang):
-    seen = open_page(page, f"{site_url}/{lang}/{PAGE}")
+def test_tabbing_to_a_query_draws_its_weights(page, site_url, lang, chapter):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
-    for layer, head, query in ((1, 3, 4), (L - 1, 0, T - 1)):
+    for layer, head, query in ((1, H - 1, 4), (L - 1, 0, T - 1)):
         problems = explorer_problems(
             page, layer=layer, head=head, query=query, via="keyboard"
         )
@@ -84,9 +90,10 @@ def test_tabbing_to_a_query_draws_its_weights(page, site_url, lang):
     assert load_problems(page, seen) == []
 
 
+@BOTH
 @pytest.mark.parametrize("lang", LANGS)
-def test_all_heads_are_drawn_in_one_colour_each(page, site_url, lang):
-    seen = open_page(page, f"{site_url}/{lang}/{PAGE}")
+def test_all_heads_are_drawn_in_one_colour_each(page, site_url, lang, chapter):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
     for layer, query in ((0, 2), (L - 1, T - 1)):
         problems = explorer_problems(page, layer=layer, head="all", query=query)
@@ -97,16 +104,19 @@ def test_all_heads_are_drawn_in_one_colour_each(page, site_url, lang):
     assert load_problems(page, seen) == []
 
 
+@BOTH
 @pytest.mark.parametrize("lang", LANGS)
-def test_the_explorer_fits_a_phone(phone, site_url, lang):
-    seen = open_page(phone, f"{site_url}/{lang}/{PAGE}")
+def test_the_explorer_fits_a_phone(phone, site_url, lang, chapter):
+    seen = open_page(phone, f"{site_url}/{lang}/{chapter}")
     assert horizontal_scroll_problems(phone, None) == []
     drawn = explorer_drawing(phone)
     assert 0 < drawn["width"] <= 390
     svg = phone.locator(".mha-explorer svg").bounding_box()
     assert svg["width"] >= 40 and svg["x"] + svg["width"] <= 390
     _, _, T = sizes(phone)
-    assert explorer_problems(phone, layer=3, head=5, query=T // 2, via="tap") == []
+    L, H, _ = sizes(phone)
+    tapped = explorer_problems(phone, layer=L - 1, head=H - 1, query=T // 2, via="tap")
+    assert tapped == []
     assert horizontal_scroll_problems(phone, None) == []  # the numbers fit too
     assert load_problems(phone, seen) == []
 

@@ -1,0 +1,122 @@
+"""The verse form and its measures (mha_book.poetry, chapter 15)."""
+
+import math
+
+import pytest
+import torch
+
+import mha_book.artifacts as artifacts
+from mha_book.charlm import CharTokenizer
+from mha_book.decoder import CausalDecoder
+from mha_book.masks import causal_mask
+from mha_book.poetry import (
+    BigramModel,
+    copy_share,
+    form_share,
+    generate_poems,
+    is_regular_verse,
+    offset_profile,
+)
+from mha_book.training import torch_threads
+
+QUATRAIN = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+
+
+@pytest.mark.parametrize(
+    "poem, ok",
+    [
+        (QUATRAIN, True),
+        (QUATRAIN * 2, True),  # 8 lines
+        (QUATRAIN[:12], False),  # one couplet
+        (QUATRAIN * 2 + QUATRAIN[:12], False),  # 10 lines
+        (QUATRAIN + QUATRAIN[:12], False),  # 6 lines
+        (QUATRAIN.replace("，", "。", 1), False),  # marks out of order
+        ("白日依山尽尽，黄河入海流。欲穷千里目，更上一层楼。", False),  # 6 characters
+        ("白日依山a，黄河入海流。欲穷千里目，更上一层楼。", False),  # not an ideograph
+        (QUATRAIN + "\n", False),
+        ("", False),
+    ],
+)
+def test_the_form_is_4_or_8_lines_of_five_with_alternating_marks(poem, ok):
+    assert is_regular_verse(poem) is ok
+
+
+def test_shares_count_poems_and_refuse_an_empty_sample():
+    assert form_share([QUATRAIN, "白日", QUATRAIN * 2, ""]) == 0.5
+    assert copy_share([QUATRAIN, "白日"], [QUATRAIN]) == 0.5
+    with pytest.raises(ValueError, match="at least one poem"):
+        form_share([])
+    with pytest.raises(ValueError, match="at least one poem"):
+        copy_share([], [QUATRAIN])
+
+
+def test_the_bigram_model_counts_pairs():
+    ids = torch.tensor([0, 1, 2, 0, 1, 1, 0])
+    model = BigramModel(ids, vocab_size=3, k=1.0)
+    probs = model.log_probs.exp()  # (V, V)
+    assert torch.allclose(probs.sum(-1), torch.ones(3, dtype=torch.float64))
+    # after 0 comes 1 twice: (2 + 1) / (2 + 3)
+    assert math.isclose(probs[0, 1].item(), 3 / 5)
+    manual = -sum(math.log(probs[a, b]) for a, b in zip(ids[:-1], ids[1:])) / 6
+    assert math.isclose(model.loss(ids), manual, rel_tol=1e-12)
+    first = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
+    again = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
+    assert first.shape == (4, 5) and torch.equal(first, again)
+    with pytest.raises(ValueError, match="k must be positive"):
+        BigramModel(ids, 3, k=0.0)
+
+
+def small_poet():
+    tok = CharTokenizer("\n，。白日山")
+    torch.manual_seed(0)
+    return tok, CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=64, positions="rope")
+
+
+def test_generated_poems_are_seeded_and_cut_at_the_newline():
+    tok, model = small_poet()
+    first = generate_poems(model, tok, 5, seed=3, max_chars=30)
+    assert first == generate_poems(model, tok, 5, seed=3, max_chars=30)
+    assert len(first) == 5 and all("\n" not in p and len(p) <= 30 for p in first)
+    assert first != generate_poems(model, tok, 5, seed=4, max_chars=30)
+
+
+def test_generated_poems_go_through_the_artifact_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(artifacts.ARTIFACTS_ENV, str(tmp_path))
+    tok, model = small_poet()
+    first = generate_poems(model, tok, 4, seed=1, max_chars=12, cache=True)
+    assert len(list(tmp_path.glob("poems-*.pt"))) == 1
+    assert generate_poems(model, tok, 4, seed=1, max_chars=12, cache=True) == first
+    other = CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=64, positions="alibi")
+    other.load_state_dict(model.state_dict())  # same weights, another scheme
+    generate_poems(other, tok, 4, seed=1, max_chars=12, cache=True)
+    assert len(list(tmp_path.glob("poems-*.pt"))) == 2
+
+
+def test_the_offset_profile_finds_a_head_that_reads_one_line_up():
+    T = 20
+    six_back = torch.zeros(T, T)
+    for i in range(T):
+        six_back[i, max(i - 6, 0)] = 1.0  # each query reads 6 back (or the first key)
+    uniform = causal_mask(T).float()
+    uniform = uniform / uniform.sum(-1, keepdim=True)  # (T, T)
+    weights = torch.stack([six_back, uniform])[None]  # (1, 2, T, T): two heads
+    profile = offset_profile([weights, weights], max_offset=8)  # (L, H, 9)
+    assert profile.shape == (2, 2, 9)
+    assert int(profile[0, 0].argmax()) == 6 and profile[0, 0, 6] == 1.0
+    assert profile[0, 1, 0] > profile[0, 1, 8]  # early queries see few keys
+    with pytest.raises(ValueError, match=r"max_offset must be in \[0, T\)"):
+        offset_profile([weights], max_offset=T)
+    with pytest.raises(ValueError, match=r"\(B, H, T, T\)"):
+        offset_profile([weights[0]], max_offset=2)
+
+
+def test_torch_threads_sets_and_restores():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="n must be a positive"):
+        with torch_threads(0):
+            pass
