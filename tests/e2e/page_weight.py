@@ -79,11 +79,12 @@ def kind_of(url: str) -> str:
     return "html" if suffix in ("", ".html") else KINDS.get(suffix, "other")
 
 
-def measure(context_factory, url: str) -> dict:
+def measure(context_factory, url: str, inspect=None) -> dict:
     """Load ``url`` in a fresh context (cold cache) and measure it.
 
     Returns ``{"bytes": total, "by_kind": {...}, "requests": n, "load_ms",
-    "lcp_ms", "mathjax": bool, "problems": [...]}``.
+    "lcp_ms", "mathjax": bool, "images": [...], "problems": [...]}``, and
+    ``"inspected"``: what ``inspect(page)`` returned on the loaded page.
     """
     context = context_factory()
     try:
@@ -94,6 +95,7 @@ def measure(context_factory, url: str) -> dict:
         # MathJax fetches its fonts and extensions after the load event.
         page.wait_for_load_state("networkidle")
         data = page.evaluate(ENTRIES_JS)
+        inspected = inspect(page) if inspect else None
     finally:
         context.close()
     by_kind = {"html": data["nav"]["transferSize"]}
@@ -115,7 +117,54 @@ def measure(context_factory, url: str) -> dict:
             if "/_images/" in e["name"]
         ),
         "problems": problems,
+        "inspected": inspected,
     }
+
+
+# --- images: sized for the column, lazy below the fold --------------------------
+WIDEST = {"width": 1920, "height": 1080}  # the theme's column stops growing by then
+CONTENT_WIDTH_JS = """() => {
+  const a = document.querySelector("article.bd-article"), s = getComputedStyle(a);
+  return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+}"""
+ARTICLE_IMAGES_JS = """() => [...document.querySelectorAll("article.bd-article img")]
+  .map((img) => ({src: img.getAttribute("src"), url: img.src, loading: img.getAttribute("loading")}))"""
+
+
+def content_width(page, url: str) -> float:
+    """Width in CSS px of the text column of ``url`` on a wide desktop screen."""
+    page.set_viewport_size(WIDEST)
+    page.goto(url)
+    return page.evaluate(CONTENT_WIDTH_JS)
+
+
+def oversized_images(site: Path, lang: str, path: str, limit: float) -> list[str]:
+    """The page's figures (PNG) wider than ``limit`` image pixels."""
+    import re
+
+    from PIL import Image
+
+    html = (site / lang / path).read_text(encoding="utf-8")
+    article = html.split('<article class="bd-article">', 1)[-1]
+    problems = []
+    for src in re.findall(r'<img[^>]+src="([^"]+\.png)"', article):
+        file = (site / lang / path).parent / src
+        width = Image.open(file).width
+        if width > limit:
+            problems.append(f"{src} is {width} px wide, more than {limit:.0f} px")
+    return problems
+
+
+def lazy_problems(images: list[dict], eager: int = 1) -> list[str]:
+    """The first ``eager`` images load at once; every later one is ``loading="lazy"``."""
+    problems = []
+    for i, img in enumerate(images):
+        lazy = img["loading"] == "lazy"
+        if i < eager and lazy:
+            problems.append(f"{img['src']} is the page's image {i + 1} but lazy")
+        elif i >= eager and not lazy:
+            problems.append(f"{img['src']} is below the first {eager} but not lazy")
+    return problems
 
 
 def phone_context(browser):
