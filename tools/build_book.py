@@ -376,6 +376,7 @@ def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
             f'<td class="num">{secs}</td><td>{status}</td></tr>'
         )
     body.append("</table>")
+    body.append(page_weight_section(build))
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -386,6 +387,81 @@ def write_build_report(build: Path, rows: list[tuple], seconds: float) -> None:
         + "\n</body>\n</html>\n"
     )
     (build / "html" / "build-report.html").write_text(page, encoding="utf-8")
+
+
+# --- page weight: measured by the browser tests, shown on the report ------------
+PAGE_WEIGHT = (
+    "page-weight.json"  # in the build folder, written by tests/e2e/test_page_weight.py
+)
+PAGE_WEIGHT_START, PAGE_WEIGHT_END = "<!-- page-weight -->", "<!-- /page-weight -->"
+
+
+def page_weight_section(build: Path) -> str:
+    """The report's page-weight table, from the browser tests' last measurement.
+
+    A build cannot measure its own pages in a browser, so the browser test
+    writes ``<build>/page-weight.json`` and calls :func:`publish_page_weight`;
+    the table says when it was measured, and a later build shows it until the
+    tests measure again.
+    """
+    import html
+
+    path = build / PAGE_WEIGHT
+    parts = [PAGE_WEIGHT_START, "<h2>Page weight · 页面体积</h2>"]
+    if not path.exists():
+        parts.append(
+            "<p>Not measured yet: the browser tests measure it (<code>make e2e</code>). "
+            "尚未测量：由浏览器测试测量。</p>"
+        )
+        return "\n".join(parts + [PAGE_WEIGHT_END])
+    data = json.loads(path.read_text(encoding="utf-8"))
+    budget = data["budget"]
+    parts.append(
+        f"<p>A first visit to each page with a cold cache, on a phone viewport, from "
+        f"the local server (uncompressed), measured by the browser tests with the "
+        f"Performance API on {html.escape(data['measured'])}. "
+        f"Budget: {budget['bytes'] / 1024:.0f} KiB in all, "
+        f"{budget['image_bytes'] / 1024:.0f} KiB of images, load event by "
+        f"{budget['load_ms']} ms, largest contentful paint by {budget['lcp_ms']} ms. "
+        "冷缓存首次访问各页（手机视口、本地服务器、未压缩）传输的字节数和加载时间。</p>"
+    )
+    parts.append(
+        "<table><tr><th>page</th><th>KiB</th><th>images KiB</th><th>requests</th>"
+        "<th>load ms</th><th>LCP ms</th><th>MathJax</th></tr>"
+    )
+    for key, r in data["pages"].items():
+        parts.append(
+            f'<tr><td><a href="{html.escape(key)}">{html.escape(key)}</a></td>'
+            f'<td class="num">{r["bytes"] / 1024:.0f}</td>'
+            f'<td class="num">{r["by_kind"].get("image", 0) / 1024:.0f}</td>'
+            f'<td class="num">{r["requests"]}</td><td class="num">{r["load_ms"]}</td>'
+            f'<td class="num">{r["lcp_ms"]}</td><td>{"yes" if r["mathjax"] else "no"}</td></tr>'
+        )
+    parts.append("</table>")
+    for lang, s in data.get("summary", {}).items():
+        parts.append(
+            f"<p>{lang}: {s['pages']} pages; largest {s['max_bytes'] / 1024:.0f} KiB, "
+            f"median {s['median_bytes'] / 1024:.0f} KiB; load max {s['max_load_ms']} ms, "
+            f"median {s['median_load_ms']} ms; LCP max {s['max_lcp_ms']} ms, "
+            f"median {s['median_lcp_ms']} ms.</p>"
+        )
+    return "\n".join(parts + [PAGE_WEIGHT_END])
+
+
+def publish_page_weight(build: Path, data: dict) -> None:
+    """Store the browser tests' measurements and put them on the build report."""
+    (build / PAGE_WEIGHT).write_text(json.dumps(data, indent=1), encoding="utf-8")
+    report = build / "html" / "build-report.html"
+    if not report.exists():
+        return
+    text = report.read_text(encoding="utf-8")
+    section = page_weight_section(build)
+    if PAGE_WEIGHT_START in text:
+        head, rest = text.split(PAGE_WEIGHT_START, 1)
+        text = head + section + rest.split(PAGE_WEIGHT_END, 1)[1]
+    else:
+        text = text.replace("\n</body>", "\n" + section + "\n</body>")
+    report.write_text(text, encoding="utf-8")
 
 
 # Execution caches kept per language (one per package digest), most recently

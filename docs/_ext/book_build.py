@@ -10,6 +10,7 @@
 * ``offline_mathjax_dir``: the MathJax 3 files served from the site itself.
 * kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
 * the attention explorer's files (``mha_book/static``) on the pages that use it.
+* images after a page's first load lazily (``loading="lazy"``).
 * the execution report: after each build, ``_build/exec/<lang>.json`` lists
   every page's last execution (runtime, method) and whether this build read it.
 """
@@ -266,6 +267,27 @@ def _load_explorer(app, pagename, templatename, context, doctree):
         app.add_js_file("explorer.js")
 
 
+# --- images below the fold load when the reader gets near them ------------------
+# A page's first figure may be in view at once: it loads eagerly. A config
+# value (default 1), so changing it rewrites every page (Sphinx compares the
+# "html" config values with the last build's).
+EAGER_IMAGES = 1
+
+
+def _lazy_images(app, doctree, docname):
+    """Mark every image of a page but the first ``loading="lazy"``.
+
+    Runs on the resolved doctree, after myst-nb has turned the cells' outputs
+    into image nodes; docutils' HTML writer writes the attribute. The browser
+    then fetches a figure only when the reader scrolls near it, so a page's
+    first load carries its first figure and not the rest.
+    """
+    eager = app.config.book_eager_images
+    for i, image in enumerate(doctree.findall(nodes.image)):
+        if i >= eager:
+            image["loading"] = "lazy"
+
+
 # --- the theme's header buttons in the page's language -------------------------
 # sphinx-book-theme's own zh_CN catalogue says 列印成 PDF (Taiwanese usage).
 ZH_BUTTON_LABELS = {"列印成 PDF": "打印为 PDF", "Print to PDF": "打印为 PDF"}
@@ -420,6 +442,8 @@ def setup(app):
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)
     app.connect("doctree-read", _hide_machine_paths)
+    app.add_config_value("book_eager_images", EAGER_IMAGES, "html", types=[int])
+    app.connect("doctree-resolved", _lazy_images)
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _localise_header_buttons, priority=900)
     app.connect("html-page-context", _load_explorer)

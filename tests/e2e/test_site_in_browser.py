@@ -120,6 +120,12 @@ def test_screenshots(chromium, site_url, lang, viewport):
     page = context.new_page()
     for path in SCREENSHOT_PAGES:
         page.goto(f"{site_url}/{lang}/{path}", wait_until="networkidle")
+        # Figures below the fold are lazy: load them all for the whole-page picture.
+        page.evaluate(
+            "() => document.querySelectorAll('img[loading=lazy]')"
+            ".forEach((img) => { img.loading = 'eager'; })"
+        )
+        page.wait_for_load_state("networkidle")
         out = (
             SCREENSHOTS / f"{lang}-{path.removesuffix('.html')}-{viewport['width']}.png"
         )

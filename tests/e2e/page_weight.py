@@ -1,0 +1,245 @@
+"""What a reader's first visit to each page costs: bytes transferred and time to load.
+
+Usage: python tests/e2e/page_weight.py [SITE] [--lang zh|en] [--json OUT] [PAGE.html ...]
+
+Each page is loaded in a fresh browser context (a cold cache) from the local
+server, on the phone viewport of the other browser tests, and measured with the
+browser's own Performance API: the navigation entry and every resource timing
+entry (HTML, CSS, JS, fonts, images, the search index...). ``transferSize`` is
+what went over the wire (headers included; the local server does not
+compress). Times are milliseconds from the start of the navigation:
+``loadEventEnd`` and the largest contentful paint.
+
+The budget the browser test `test_page_weight.py` checks is :data:`BUDGET`;
+``--json`` writes the measurements that ``tools/build_book.py`` shows in
+``build-report.html``. Needs /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve, site_pages, watch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+# Written by the browser test, read by tools/build_book.py for the build report.
+RESULTS = "page-weight.json"
+
+# Before the page's own scripts run: keep every resource entry (the default
+# buffer holds 250) and record the largest contentful paint.
+INIT_JS = """
+performance.setResourceTimingBufferSize(100000);
+window.__bookLcp = 0;
+try {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__bookLcp = Math.max(window.__bookLcp, e.startTime);
+  }).observe({type: "largest-contentful-paint", buffered: true});
+} catch (e) {}
+"""
+ENTRIES_JS = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  return {
+    nav: {name: nav.name, transferSize: nav.transferSize, bodySize: nav.encodedBodySize,
+          load: nav.loadEventEnd, domContentLoaded: nav.domContentLoadedEventEnd},
+    lcp: window.__bookLcp,
+    resources: performance.getEntriesByType("resource").map((e) => ({
+      name: e.name, initiator: e.initiatorType, transferSize: e.transferSize,
+      bodySize: e.encodedBodySize})),
+  };
+}"""
+
+KINDS = {
+    ".css": "css",
+    ".js": "js",
+    ".mjs": "js",
+    ".woff": "font",
+    ".woff2": "font",
+    ".ttf": "font",
+    ".otf": "font",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".gif": "image",
+    ".svg": "image",
+    ".webp": "image",
+}
+
+
+def kind_of(url: str) -> str:
+    """html, css, js, font, image or other, from the URL's file name."""
+    path = urlsplit(url).path
+    suffix = Path(path).suffix.lower()
+    return "html" if suffix in ("", ".html") else KINDS.get(suffix, "other")
+
+
+def measure(context_factory, url: str, inspect=None) -> dict:
+    """Load ``url`` in a fresh context (cold cache) and measure it.
+
+    Returns ``{"bytes": total, "by_kind": {...}, "requests": n, "load_ms",
+    "lcp_ms", "mathjax": bool, "images": [...], "problems": [...]}``, and
+    ``"inspected"``: what ``inspect(page)`` returned on the loaded page.
+    """
+    context = context_factory()
+    try:
+        page = context.new_page()
+        page.add_init_script(INIT_JS)
+        seen = watch(page)
+        page.goto(url, wait_until="load")
+        # MathJax fetches its fonts and extensions after the load event.
+        page.wait_for_load_state("networkidle")
+        data = page.evaluate(ENTRIES_JS)
+        inspected = inspect(page) if inspect else None
+    finally:
+        context.close()
+    by_kind = {"html": data["nav"]["transferSize"]}
+    for entry in data["resources"]:
+        kind = kind_of(entry["name"])
+        by_kind[kind] = by_kind.get(kind, 0) + entry["transferSize"]
+    problems = [f"request left localhost: {u}" for u in seen["remote"]]
+    problems += [f"failed request: {u}" for u in seen["failed"]]
+    return {
+        "bytes": sum(by_kind.values()),
+        "by_kind": by_kind,
+        "requests": 1 + len(data["resources"]),
+        "load_ms": round(data["nav"]["load"]),
+        "lcp_ms": round(data["lcp"]),
+        "mathjax": any("/mathjax/" in e["name"] for e in data["resources"]),
+        "images": sorted(
+            urlsplit(e["name"]).path.rsplit("/", 1)[-1]
+            for e in data["resources"]
+            if "/_images/" in e["name"]
+        ),
+        "problems": problems,
+        "inspected": inspected,
+    }
+
+
+# --- images: sized for the column, lazy below the fold --------------------------
+WIDEST = {"width": 1920, "height": 1080}  # the theme's column stops growing by then
+CONTENT_WIDTH_JS = """() => {
+  const a = document.querySelector("article.bd-article"), s = getComputedStyle(a);
+  return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+}"""
+ARTICLE_IMAGES_JS = """() => [...document.querySelectorAll("article.bd-article img")]
+  .map((img) => ({src: img.getAttribute("src"), url: img.src, loading: img.getAttribute("loading")}))"""
+
+
+def content_width(page, url: str) -> float:
+    """Width in CSS px of the text column of ``url`` on a wide desktop screen."""
+    page.set_viewport_size(WIDEST)
+    page.goto(url)
+    return page.evaluate(CONTENT_WIDTH_JS)
+
+
+def oversized_images(site: Path, lang: str, path: str, limit: float) -> list[str]:
+    """The page's figures (PNG) wider than ``limit`` image pixels."""
+    import re
+
+    from PIL import Image
+
+    html = (site / lang / path).read_text(encoding="utf-8")
+    article = html.split('<article class="bd-article">', 1)[-1]
+    problems = []
+    for src in re.findall(r'<img[^>]+src="([^"]+\.png)"', article):
+        file = (site / lang / path).parent / src
+        width = Image.open(file).width
+        if width > limit:
+            problems.append(f"{src} is {width} px wide, more than {limit:.0f} px")
+    return problems
+
+
+def lazy_problems(images: list[dict], eager: int = 1) -> list[str]:
+    """The first ``eager`` images load at once; every later one is ``loading="lazy"``."""
+    problems = []
+    for i, img in enumerate(images):
+        lazy = img["loading"] == "lazy"
+        if i < eager and lazy:
+            problems.append(f"{img['src']} is the page's image {i + 1} but lazy")
+        elif i >= eager and not lazy:
+            problems.append(f"{img['src']} is below the first {eager} but not lazy")
+    return problems
+
+
+def phone_context(browser):
+    """A factory of fresh phone contexts (the reader the budget is for)."""
+    return lambda: browser.new_context(
+        viewport=PHONE,
+        device_scale_factor=3,
+        is_mobile=True,
+        has_touch=True,
+        locale="zh-CN",
+    )
+
+
+def summary(results: dict[str, dict]) -> dict[str, dict]:
+    """Per edition: the largest and median bytes, load time and LCP."""
+    out = {}
+    for lang in sorted({key.split("/", 1)[0] for key in results}):
+        rows = [r for key, r in results.items() if key.startswith(lang + "/")]
+        out[lang] = {
+            "pages": len(rows),
+            **{
+                f"{stat}_{field}": fn(r[field] for r in rows)
+                for field in ("bytes", "load_ms", "lcp_ms")
+                for stat, fn in (
+                    ("max", max),
+                    ("median", lambda v: round(statistics.median(list(v)))),
+                )
+            },
+        }
+    return out
+
+
+def table(results: dict[str, dict]) -> str:
+    """The measurements as a plain-text table, one row a page, then the summary."""
+    kinds = ("html", "css", "js", "font", "image", "other")
+    head = f"{'page':32} {'KiB':>7} " + " ".join(f"{k:>6}" for k in kinds)
+    lines = [head + f" {'req':>4} {'load ms':>8} {'LCP ms':>7} mathjax"]
+    for key, r in results.items():
+        cells = " ".join(f"{r['by_kind'].get(k, 0) / 1024:6.0f}" for k in kinds)
+        lines.append(
+            f"{key:32} {r['bytes'] / 1024:7.0f} {cells} {r['requests']:4} "
+            f"{r['load_ms']:8} {r['lcp_ms']:7} {'yes' if r['mathjax'] else 'no'}"
+        )
+    for lang, s in summary(results).items():
+        lines.append(
+            f"{lang}: {s['pages']} pages; bytes max {s['max_bytes'] / 1024:.0f} KiB, "
+            f"median {s['median_bytes'] / 1024:.0f} KiB; load max {s['max_load_ms']} ms, "
+            f"median {s['median_load_ms']} ms; LCP max {s['max_lcp_ms']} ms, "
+            f"median {s['median_lcp_ms']} ms"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "html")
+    parser.add_argument("--lang", choices=["zh", "en"], action="append")
+    parser.add_argument("--json", type=Path, help="write the measurements here")
+    parser.add_argument("pages", nargs="*")
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    results = {}
+    with sync_playwright() as p, serve(args.site) as url:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        factory = phone_context(browser)
+        for lang in args.lang or ["zh", "en"]:
+            for path in args.pages or site_pages(args.site, lang):
+                results[f"{lang}/{path}"] = measure(factory, f"{url}/{lang}/{path}")
+        browser.close()
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
