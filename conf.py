@@ -115,6 +115,7 @@ git_last_updated_timezone = "UTC"
 # of these fails the strict build.
 git_untracked_show_sourcelink = True
 suppress_warnings = ["git.subprocess_error", "git.command_not_found", "git.too_shallow"]
+git_last_updated_metatags = False  # article:modified_time: with the share tags below
 html_context = {
     "book_lang": LANG,
     # Without a valid default the theme script logs a console error on a first visit.
@@ -158,6 +159,8 @@ if BASE_URL:
     sitemap_url_scheme = "{link}"  # site_url already names the edition
     sitemap_locales = [None]  # alternates: added across editions by build_book.py
     sitemap_show_lastmod = True  # the git date of each page, as shown on it
+    # Generated lists, not pages of the book.
+    sitemap_excludes = ["search.html", "genindex.html", "py-modindex.html"]
     ogp_site_url = EDITION_URL
     # The preview: chapter 03's attention heads, drawn in the edition's language
     # (a copy of that figure as the book builds it).
@@ -168,6 +171,7 @@ if BASE_URL:
         "'the cat sat on the mat'",
     }[LANG]
     ogp_type = "article"
+    git_last_updated_metatags = True  # article:modified_time, the git date
     # og:description: the page's first paragraph (docs/_ext/book_share.py).
     ogp_description_length = 200
     # The preview is about square: Twitter's "summary" card, not the wide one.
