@@ -1,8 +1,8 @@
 """Each page of the built site shows when its source last changed, from git.
 
 The date (sphinx-last-updated-by-git, in UTC) is that of the newest commit
-that changed the page's source or a file the page includes; the theme shows
-it in the page's language.
+that changed the page's source or a file the page includes (a literalinclude,
+the bibliography); the theme shows it in the page's language.
 """
 
 import re
@@ -24,10 +24,13 @@ def sources(lang: str, page: str) -> list[str]:
     source = ROOT / "docs" / lang / f"{page}.md"
     text = source.read_text(encoding="utf-8")
     included = re.findall(r"^```\{literalinclude\} (\S+)", text, flags=re.M)
-    return [
+    paths = [
         (source.parent / path).resolve().relative_to(ROOT).as_posix()
         for path in [source.name, *included]
     ]
+    if "```{bibliography}" in text:
+        paths.append("docs/references.bib")  # conf.py's bibtex_bibfiles
+    return paths
 
 
 def git_date(paths: list[str]) -> str:
