@@ -153,10 +153,8 @@ html_theme_options = {
 BASE_URL = os.environ.get("MHA_BOOK_BASE_URL", "").strip()
 if BASE_URL:
     EDITION_URL = f"{BASE_URL.rstrip('/')}/{LANG}/"
-    extensions += [
-        "sphinx_sitemap",
-        "book_share",
-    ]  # book_share loads sphinxext.opengraph
+    # book_share loads sphinxext.opengraph and hands it each page's first paragraph.
+    extensions += ["sphinx_sitemap", "book_share"]
     html_baseurl = EDITION_URL
     site_url = EDITION_URL
     sitemap_url_scheme = "{link}"  # site_url already names the edition
