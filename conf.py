@@ -42,6 +42,7 @@ extensions = [
     "sphinx_exercise",
     "book_build",
     "book_progress",
+    "sphinx_last_updated_by_git",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 nitpicky = False
@@ -103,7 +104,18 @@ html_search_options = (
 )
 html_copy_source = True
 html_show_sourcelink = True
+# "Last updated" (the theme's footer, in the page's language) is the date of
+# the last commit that changed the page's source or a file it includes (a
+# literalinclude of mha_book), from sphinx-last-updated-by-git, in UTC.
 html_last_updated_fmt = "%Y-%m-%d"
+git_last_updated_timezone = "UTC"
+# A page that git does not know (a new, uncommitted page, or a build outside a
+# clone) shows no date and keeps its source link; a shallow clone shows no
+# dates (clone with full history, as .github/workflows/pages.yml does). None
+# of these fails the strict build.
+git_untracked_show_sourcelink = True
+suppress_warnings = ["git.subprocess_error", "git.command_not_found", "git.too_shallow"]
+git_last_updated_metatags = False  # article:modified_time: with the share tags below
 html_context = {
     "book_lang": LANG,
     # Without a valid default the theme script logs a console error on a first visit.
@@ -130,3 +142,44 @@ html_theme_options = {
     "search_bar_text": {"zh": "搜索本书……", "en": "Search this book…"}[LANG],
     "toc_title": {"zh": "本页目录", "en": "Contents"}[LANG],
 }
+
+# --- links that share well: only when the site's public address is known ------
+# MHA_BOOK_BASE_URL is where _build/html is published (e.g.
+# https://example.org/mha-book/); each edition lives under BASE/zh/ and BASE/en/.
+# Unset (local builds), none of this is emitted. With it, sphinx-sitemap writes
+# each edition's sitemap.xml (tools/build_book.py joins them into BASE/sitemap.xml
+# with zh-CN/en alternates), sphinxext-opengraph adds Open Graph and Twitter card
+# tags to every page, and each page gets a canonical link (html_baseurl).
+BASE_URL = os.environ.get("MHA_BOOK_BASE_URL", "").strip()
+if BASE_URL:
+    EDITION_URL = f"{BASE_URL.rstrip('/')}/{LANG}/"
+    # book_share loads sphinxext.opengraph and hands it each page's first paragraph.
+    extensions += ["sphinx_sitemap", "book_share"]
+    html_baseurl = EDITION_URL
+    site_url = EDITION_URL
+    sitemap_url_scheme = "{link}"  # site_url already names the edition
+    sitemap_locales = [None]  # alternates: added across editions by build_book.py
+    sitemap_show_lastmod = True  # the git date of each page, as shown on it
+    # Generated lists, not pages of the book.
+    sitemap_excludes = ["search.html", "genindex.html", "py-modindex.html"]
+    ogp_site_url = EDITION_URL
+    # The preview: chapter 03's attention heads, drawn in the edition's language
+    # (a copy of that figure as the book builds it).
+    ogp_image = f"_static/preview-{LANG}.png"
+    ogp_image_alt = {
+        "zh": "四个注意力头在句子“那只猫坐在垫子上”上的注意力权重热力图",
+        "en": "Heatmaps of four attention heads' weights over the sentence "
+        "'the cat sat on the mat'",
+    }[LANG]
+    ogp_type = "article"
+    git_last_updated_metatags = True  # article:modified_time, the git date
+    # og:description: the page's first paragraph (docs/_ext/book_share.py).
+    ogp_description_length = 200
+    # The preview is about square: Twitter's "summary" card, not the wide one.
+    ogp_custom_meta_tags = [
+        '<meta name="twitter:card" content="summary" />',
+        f'<meta property="og:locale" content="{language}" />',
+        '<meta property="og:locale:alternate" content="{}" />'.format(
+            {"zh": "en", "en": "zh_CN"}[LANG]
+        ),
+    ]

@@ -147,6 +147,7 @@ BUILD_TEST_FILES = {
     "test_pages_guard_claims.py",
     "test_partial_build.py",
     "test_exercises.py",
+    "test_share_metadata.py",
 }
 
 

@@ -292,6 +292,86 @@ def print_exec_table(rows: list[tuple]) -> None:
     print(f"executed in this build: {len(ran)} page(s), {total:.1f} s of kernel time")
 
 
+BASE_URL_ENV = "MHA_BOOK_BASE_URL"  # the site's public address (conf.py reads it too)
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+XHTML_NS = "http://www.w3.org/1999/xhtml"
+HREFLANG = {"zh": "zh-CN", "en": "en"}
+
+
+def join_sitemaps(out: Path, base_url: str | None) -> Path | None:
+    """Write ``out/sitemap.xml``: every page of both editions, each with its
+    hreflang alternates (the same page in zh-CN and en, itself included).
+
+    sphinx-sitemap writes one sitemap per edition (``out/<lang>/sitemap.xml``,
+    where conf.py loads it when ``MHA_BOOK_BASE_URL`` is set); this joins them
+    and pairs each page with the other edition's page of the same name. With
+    no base URL there is no sitemap: a stale one is removed. Returns its path.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> for lang in LANGS:
+    ...     (out / lang).mkdir()
+    ...     _ = (out / lang / "sitemap.xml").write_text(
+    ...         f'<urlset xmlns="{SITEMAP_NS}"><url><loc>https://b.org/x/{lang}/a.html'
+    ...         '</loc><lastmod>2026-01-02T00:00:00Z</lastmod></url></urlset>')
+    >>> print(join_sitemaps(out, "https://b.org/x").read_text())  # doctest: +ELLIPSIS
+    <?xml version='1.0' encoding='utf-8'?>
+    <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">
+      <url>
+        <loc>https://b.org/x/zh/a.html</loc>
+        <lastmod>2026-01-02T00:00:00Z</lastmod>
+        <xhtml:link rel="alternate" hreflang="zh-CN" href="https://b.org/x/zh/a.html" />
+        <xhtml:link rel="alternate" hreflang="en" href="https://b.org/x/en/a.html" />
+      </url>
+      <url>
+        <loc>https://b.org/x/en/a.html</loc>...
+    >>> join_sitemaps(out, None), (out / "sitemap.xml").exists()
+    (None, False)
+    """
+    from xml.etree import ElementTree as ET
+
+    target = out / "sitemap.xml"
+    if not base_url:
+        target.unlink(missing_ok=True)
+        return None
+    base = base_url.rstrip("/")
+    pages: dict[str, dict[str, str | None]] = {}  # lang -> {page: lastmod}
+    for lang in LANGS:
+        path = out / lang / "sitemap.xml"
+        if not path.exists():
+            continue
+        edition = f"{base}/{lang}/"
+        pages[lang] = {}
+        for url in ET.parse(path).getroot().iter(f"{{{SITEMAP_NS}}}url"):
+            loc = url.findtext(f"{{{SITEMAP_NS}}}loc", "")
+            if not loc.startswith(edition):
+                raise ValueError(f"{path}: {loc} is not under {edition}")
+            pages[lang][loc.removeprefix(edition)] = url.findtext(
+                f"{{{SITEMAP_NS}}}lastmod"
+            )
+    ET.register_namespace("", SITEMAP_NS)
+    ET.register_namespace("xhtml", XHTML_NS)
+    root = ET.Element(f"{{{SITEMAP_NS}}}urlset")
+    for lang, edition in pages.items():
+        for page, lastmod in sorted(edition.items()):
+            url = ET.SubElement(root, f"{{{SITEMAP_NS}}}url")
+            ET.SubElement(url, f"{{{SITEMAP_NS}}}loc").text = f"{base}/{lang}/{page}"
+            if lastmod:
+                ET.SubElement(url, f"{{{SITEMAP_NS}}}lastmod").text = lastmod
+            for other in pages:
+                if page in pages[other]:
+                    ET.SubElement(
+                        url,
+                        f"{{{XHTML_NS}}}link",
+                        rel="alternate",
+                        hreflang=HREFLANG[other],
+                        href=f"{base}/{other}/{page}",
+                    )
+    ET.indent(root)
+    ET.ElementTree(root).write(target, xml_declaration=True, encoding="utf-8")
+    return target
+
+
 def check_pages(docs: Path, pages: list[str]) -> list[str]:
     """The page names of ``--pages`` (``NN-name`` or ``NN-name.md``), or exit
     with the ones that exist in neither edition."""
@@ -643,6 +723,9 @@ def build_book(args, docs: Path, build: Path) -> int:
         )
         return 1
     out = build / "html"
+    for lang in args.langs:
+        # sphinx-sitemap writes it afresh when a base URL is set; never keep a stale one.
+        (out / lang / "sitemap.xml").unlink(missing_ok=True)
     try:
         code = run_builds(docs, build, args.langs, args.timeout, args.pages)
     except KeyboardInterrupt:
@@ -650,6 +733,8 @@ def build_book(args, docs: Path, build: Path) -> int:
     if code == 0 and (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
         (out / ".nojekyll").touch()
+    if code == 0:
+        join_sitemaps(out, os.environ.get(BASE_URL_ENV, "").strip() or None)
     rows = exec_rows(build, args.langs)
     print_exec_table(rows)
     seconds = time.perf_counter() - start
