@@ -617,18 +617,29 @@ def alt_text_problems(page, lang: str, url: str | None = None) -> list[str]:
     return problems
 
 
-HEADINGS_JS = """() => [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")]
-  .map((h) => ({level: +h.tagName[1], text: h.textContent.trim().slice(0, 60)}))"""
+# The outline of the content (the article); the page chrome adds a "Contents"
+# h2 (the theme's in-page table of contents) and a print-only h1, which the
+# page-wide count below leaves out because no screen reader sees it.
+HEADINGS_JS = """() => ({
+  article: [...document.querySelectorAll("article.bd-article :is(h1, h2, h3, h4, h5, h6)")]
+    .map((h) => ({level: +h.tagName[1], text: h.textContent.trim().slice(0, 60)})),
+  h1: [...document.querySelectorAll("h1")].filter((h) => h.checkVisibility()).length,
+})"""
 
 
 def heading_problems(page, url: str | None = None) -> list[str]:
-    """One h1, first; no level skipped on the way down."""
+    """One h1 on the page and in the content, first; no level skipped going down."""
     _load(page, url)
-    headings = page.evaluate(HEADINGS_JS)
+    found = page.evaluate(HEADINGS_JS)
+    headings = found["article"]
     problems = []
+    if found["h1"] != 1:
+        problems.append(f"{found['h1']} visible h1 headings on the page")
     h1 = [h for h in headings if h["level"] == 1]
     if len(h1) != 1:
-        problems.append(f"{len(h1)} h1 headings: {[h['text'] for h in h1]}")
+        problems.append(
+            f"{len(h1)} h1 headings in the content: {[h['text'] for h in h1]}"
+        )
     if headings and headings[0]["level"] != 1:
         problems.append(f"the first heading is h{headings[0]['level']}")
     for before, h in zip(headings, headings[1:]):
