@@ -621,7 +621,9 @@ def alt_text_problems(page, lang: str, url: str | None = None) -> list[str]:
 # h2 (the theme's in-page table of contents) and a print-only h1, which the
 # page-wide count below leaves out because no screen reader sees it.
 HEADINGS_JS = """() => ({
-  article: [...document.querySelectorAll("article.bd-article :is(h1, h2, h3, h4, h5, h6)")]
+  // search.html has no article: its content is the whole <main>.
+  article: [...document.querySelectorAll(document.querySelector("article.bd-article")
+      ? "article.bd-article :is(h1, h2, h3, h4, h5, h6)" : "main :is(h1, h2, h3, h4, h5, h6)")]
     .map((h) => ({level: +h.tagName[1], text: h.textContent.trim().slice(0, 60)})),
   h1: [...document.querySelectorAll("h1")].filter((h) => h.checkVisibility()).length,
 })"""
