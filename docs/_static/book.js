@@ -18,4 +18,31 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const link of document.querySelectorAll(".solution > .admonition-title a")) {
     link.replaceWith(...link.childNodes);
   }
+  // Screen readers name the collapsed cells and the solutions' toggle buttons
+  // in the page's language: myst-nb and sphinx-togglebutton label both
+  // "Toggle hidden content" in every edition. A collapsed cell's summary is
+  // named by its visible words ("Show code", 显示代码); a solution's button by
+  // the solution's title.
+  for (const summary of document.querySelectorAll("details.hide > summary[aria-label]")) {
+    summary.removeAttribute("aria-label");
+  }
+  for (const button of document.querySelectorAll(".admonition-title > button.toggle-button")) {
+    const title = button.parentElement.textContent.trim();
+    button.setAttribute("aria-label", (zh ? "展开或收起：" : "Show or hide: ") + title);
+  }
+  // A code block that scrolls sideways takes the focus, so the keyboard can
+  // scroll it. The theme does it on load, but a block inside a collapsed cell
+  // or a closed solution does not scroll yet then: do it again when one opens.
+  const tabStops = () => {
+    for (const pre of document.querySelectorAll("article.bd-article pre")) {
+      if (pre.scrollWidth > pre.clientWidth + 1) pre.setAttribute("tabindex", "0");
+    }
+  };
+  document.addEventListener("toggle", tabStops, true);  // <details> of a collapsed cell
+  document.addEventListener("click", (event) => {  // a solution's button or title
+    if (event.target.closest(".toggle-button, .admonition-title")) setTimeout(tabStops, 50);
+  });
+  document.addEventListener("keyup", (event) => {
+    if (event.target.closest(".toggle-button, summary")) setTimeout(tabStops, 50);
+  });
 });

@@ -528,3 +528,135 @@ def explorer_problems(
     else:
         raise ValueError(f"via must be 'hover', 'keyboard' or 'tap', got {via!r}")
     return explorer_mismatches(explorer_drawing(page, index), layer, head, query)
+
+
+# --- accessibility -----------------------------------------------------------------
+AXE_IMPACTS = ("critical", "serious")
+# Open every collapsed cell and solution, so that axe checks them too; a
+# solution opens through its own button, as a reader opens it.
+OPEN_ALL_JS = """() => {
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  for (const b of document.querySelectorAll(".toggle-hidden > .admonition-title > button.toggle-button")) b.click();
+  // book.js gives the opened code blocks that scroll their tab stops 50 ms later.
+  return new Promise((resolve) => setTimeout(resolve, 100));
+}"""
+# Syntax-highlighted code is thousands of <span>s whose contrast depends only
+# on their colour, their background and their font: the first span of each
+# such style is checked (on the whole site: `seen` carries the styles already
+# checked on earlier pages), the repeats are marked for axe to skip. Without
+# this, color-contrast spends 2/3 of its time on code.
+CODE_STYLES_JS = """(seen) => {
+  const known = new Set(seen), fresh = [];
+  const background = (el) => {
+    for (let a = el; a; a = a.parentElement) {
+      const bg = getComputedStyle(a).backgroundColor;
+      if (bg !== "rgba(0, 0, 0, 0)" && bg !== "transparent") return bg;
+    }
+    return "none";
+  };
+  for (const span of document.querySelectorAll("div.highlight pre span")) {
+    if (!span.textContent.trim() || span.children.length) continue;
+    const s = getComputedStyle(span);
+    const key = [s.color, background(span), s.fontSize, s.fontWeight, s.opacity].join("|");
+    if (known.has(key)) span.setAttribute("data-axe-repeat", "");
+    else { known.add(key); fresh.push(key); }
+  }
+  return fresh;
+}"""
+
+
+def axe_violations(page, url: str | None = None, seen: set | None = None) -> list[dict]:
+    """axe-core's critical and serious violations on the page, everything opened.
+
+    ``seen``: the code styles already checked (see CODE_STYLES_JS); updated.
+    """
+    from axe_playwright_python.sync_playwright import Axe
+
+    _load(page, url)
+    page.evaluate(OPEN_ALL_JS)
+    fresh = page.evaluate(CODE_STYLES_JS, sorted(seen or ()))
+    if seen is not None:
+        seen.update(fresh)
+    context = {"exclude": [["[data-axe-repeat]"]]}
+    result = Axe().run(page, context=context).response
+    return [v for v in result["violations"] if v["impact"] in AXE_IMPACTS]
+
+
+def axe_problems(page, url: str | None = None, seen: set | None = None) -> list[str]:
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']}; e.g. {v['nodes'][0]['html'][:160]}"
+        f" ({len(v['nodes'])} element(s))"
+        for v in axe_violations(page, url, seen)
+    ]
+
+
+ALT_JS = """() => [...document.querySelectorAll("article.bd-article img")]
+  .map((img) => ({src: img.getAttribute("src"), alt: img.getAttribute("alt")}))"""
+GENERIC_ALT = {
+    "image", "figure", "picture", "graph", "chart", "plot", "diagram", "output",
+    "图", "图片", "图像", "插图", "图表", "示意图", "输出",
+}  # fmt: skip
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def alt_text_problems(page, lang: str, url: str | None = None) -> list[str]:
+    """Every image in the content says what it shows, in the page's language."""
+    _load(page, url)
+    problems = []
+    for img in page.evaluate(ALT_JS):
+        alt, src = (img["alt"] or "").strip(), img["src"]
+        words = alt.strip(" .。").lower()
+        if not alt:
+            problems.append(f"{src}: no alt text")
+        elif words in GENERIC_ALT or re.search(r"\.(png|jpe?g|svg|gif)$|_images/", alt):
+            problems.append(f"{src}: generic alt text {alt!r}")
+        elif lang == "zh" and len(CJK.findall(alt)) < 8:
+            problems.append(f"{src}: alt text not in Chinese: {alt!r}")
+        elif lang == "en" and (CJK.search(alt) or len(alt.split()) < 5):
+            problems.append(f"{src}: alt text not an English description: {alt!r}")
+    return problems
+
+
+# The outline of the content (the article); the page chrome adds a "Contents"
+# h2 (the theme's in-page table of contents) and a print-only h1, which the
+# page-wide count below leaves out because no screen reader sees it.
+HEADINGS_JS = """() => ({
+  // search.html has no article: its content is the whole <main>.
+  article: [...document.querySelectorAll(document.querySelector("article.bd-article")
+      ? "article.bd-article :is(h1, h2, h3, h4, h5, h6)" : "main :is(h1, h2, h3, h4, h5, h6)")]
+    .map((h) => ({level: +h.tagName[1], text: h.textContent.trim().slice(0, 60)})),
+  h1: [...document.querySelectorAll("h1")].filter((h) => h.checkVisibility()).length,
+})"""
+
+
+def heading_problems(page, url: str | None = None) -> list[str]:
+    """One h1 on the page and in the content, first; no level skipped going down."""
+    _load(page, url)
+    found = page.evaluate(HEADINGS_JS)
+    headings = found["article"]
+    problems = []
+    if found["h1"] != 1:
+        problems.append(f"{found['h1']} visible h1 headings on the page")
+    h1 = [h for h in headings if h["level"] == 1]
+    if len(h1) != 1:
+        problems.append(
+            f"{len(h1)} h1 headings in the content: {[h['text'] for h in h1]}"
+        )
+    if headings and headings[0]["level"] != 1:
+        problems.append(f"the first heading is h{headings[0]['level']}")
+    for before, h in zip(headings, headings[1:]):
+        if h["level"] > before["level"] + 1:
+            problems.append(
+                f"h{before['level']} {before['text']!r} is followed by "
+                f"h{h['level']} {h['text']!r}"
+            )
+    return problems
+
+
+def tab_to(page, selector: str, limit: int = 400) -> bool:
+    """Press Tab until the focused element matches ``selector``."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => !!document.activeElement?.matches(s)", selector):
+            return True
+    return False

@@ -1,0 +1,198 @@
+"""Accessibility of both editions in Chromium.
+
+Every page, collapsed cells and solutions opened: no critical or serious
+violation under axe-core (axe-playwright-python bundles it), every image in
+the content has alt text in the page's language that says what it shows, and
+the headings form an outline (one h1, no level skipped). The language switch,
+search, theme switch, copy buttons, collapsed cells and solutions work with
+the keyboard alone (the attention explorer's keyboard tests are in
+test_explorer.py). The last tests show that the checks catch a broken page.
+"""
+
+import re
+import shutil
+
+import pytest
+from browser import (
+    SKIP_PAGES,
+    alt_text_problems,
+    axe_problems,
+    axe_violations,
+    heading_problems,
+    serve,
+    site_pages,
+    tab_to,
+)
+from conftest import SITE
+
+LANGS = ("zh", "en")
+# The book's pages and the two pages Sphinx generates that a reader opens.
+PAGES = [
+    (lang, path)
+    for lang in LANGS
+    for path in site_pages(SITE, lang) + sorted(SKIP_PAGES - {"py-modindex.html"})
+    if (SITE / lang / path).exists()
+]
+CODE_STYLES: dict[str, set] = {lang: set() for lang in LANGS}  # see CODE_STYLES_JS
+CHAPTER = "03-multi-head.html"  # code, a collapsed cell and solutions
+
+
+@pytest.mark.parametrize(("lang", "path"), PAGES, ids=[f"{lg}/{p}" for lg, p in PAGES])
+def test_every_page_passes_axe_alt_text_and_outline(page, site_url, lang, path):
+    page.goto(f"{site_url}/{lang}/{path}", wait_until="networkidle")
+    assert heading_problems(page) == []
+    assert alt_text_problems(page, lang) == []
+    assert axe_problems(page, seen=CODE_STYLES[lang]) == []
+
+
+def test_pages_are_found():
+    for lang in LANGS:
+        assert sum(1 for lg, _ in PAGES if lg == lang) >= 20
+    # 38 figures per edition at the time of writing: the alt test sees them.
+    html = (SITE / "en" / CHAPTER).read_text(encoding="utf-8")
+    assert re.search(r'<img alt="Flow diagram', html)
+
+
+# --- the keyboard alone ---------------------------------------------------------
+@pytest.mark.parametrize(("lang", "other"), [("zh", "en"), ("en", "zh")])
+def test_the_language_switch_works_from_the_keyboard(page, site_url, lang, other):
+    page.goto(f"{site_url}/{lang}/{CHAPTER}")
+    assert tab_to(page, "a.book-lang-switch")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url == f"{site_url}/{other}/{CHAPTER}"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_search_works_from_the_keyboard(page, site_url, lang):
+    page.goto(f"{site_url}/{lang}/{CHAPTER}")
+    assert tab_to(page, "button.search-button__button")
+    page.keyboard.press("Enter")
+    box = "input[name='q']:focus"
+    page.wait_for_selector(box, timeout=5_000)  # the dialog opened, its box focused
+    page.keyboard.type("softmax")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.startswith(f"{site_url}/{lang}/search.html?q=softmax")
+    page.wait_for_selector("#search-results ul.search li a", timeout=20_000)
+
+
+def test_the_theme_switch_works_from_the_keyboard(page, site_url):
+    page.goto(f"{site_url}/zh/{CHAPTER}")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    assert tab_to(page, "button.theme-switch-button")
+    page.keyboard.press("Enter")  # opens the menu
+    assert tab_to(page, "button.theme-change-button[data-mode='dark']", limit=5)
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+
+
+def test_a_copy_button_works_from_the_keyboard(chromium, site_url):
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{site_url}/en/{CHAPTER}")
+        page.evaluate("navigator.clipboard.writeText('')")
+        # The first visible code cell's button (not one inside a collapsed cell).
+        button = ".cell:not(.tag_hide-input) .cell_input button.copybtn"
+        assert tab_to(page, button)
+        # A keyboard reader sees it (it fades in, as on hover).
+        page.wait_for_function(
+            "getComputedStyle(document.activeElement).opacity === '1'", timeout=3_000
+        )
+        code = page.evaluate(
+            "document.activeElement.closest('.highlight').querySelector('pre').innerText"
+        )
+        page.evaluate("document.activeElement.id = 'keyboard-copy'")
+        page.keyboard.press("Enter")
+        # The button says it copied (its tooltip and a green outline).
+        page.wait_for_selector("#keyboard-copy.success", timeout=3_000)
+        assert page.get_attribute("#keyboard-copy", "data-tooltip") == "Copied!"
+        copied = page.evaluate("navigator.clipboard.readText()")
+        first_line = code.strip().splitlines()[0]
+        assert copied.strip() and first_line in copied
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("key", ["Enter", " "])
+def test_a_collapsed_cell_opens_from_the_keyboard(page, site_url, key):
+    page.goto(f"{site_url}/zh/{CHAPTER}")
+    cell = page.locator("details.hide").first
+    code = cell.locator(".cell_input pre")
+    assert not code.is_visible()
+    assert tab_to(page, "details.hide > summary")
+    page.keyboard.press(key)
+    assert code.is_visible()
+    assert cell.evaluate("d => d.open")
+    page.keyboard.press(key)
+    assert not code.is_visible()
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_solution_opens_from_the_keyboard(page, site_url, lang):
+    page.goto(f"{site_url}/{lang}/{CHAPTER}")
+    solution = page.locator(".solution.dropdown").first
+    body = solution.locator("section").first
+    assert not body.is_visible()
+    assert tab_to(page, ".solution .admonition-title > button.toggle-button")
+    name = page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert ("展开或收起" in name) if lang == "zh" else name.startswith("Show or hide")
+    page.keyboard.press("Space")
+    body.wait_for(state="visible", timeout=3_000)
+    assert page.evaluate("document.activeElement.getAttribute('aria-expanded')") == (
+        "true"
+    )
+
+
+# --- the checks can fail ----------------------------------------------------------
+def test_a_broken_page_is_reported(page, tmp_path):
+    """A copy of a chapter: one figure without alt, grey-on-white text, an h4 after h2."""
+    copy = tmp_path / "html"
+    shutil.copytree(SITE / "en", copy / "en")
+    html = copy / "en" / CHAPTER
+    text = html.read_text(encoding="utf-8")
+    with serve(copy) as url:
+        assert axe_violations(page, f"{url}/en/{CHAPTER}") == []
+        assert alt_text_problems(page, "en") == []
+        assert heading_problems(page) == []
+    text, n = re.subn(r'<img alt="[^"]*"', "<img", text, count=1)
+    assert n == 1
+    head, article = text.split(
+        "<article", 1
+    )  # the article's h1, not the print-only one
+    text = (
+        head
+        + "<article"
+        + article.replace(
+            "</h1>",
+            '</h1>\n<p style="color:#bbb">Faint text.</p><h4>Too deep</h4>',
+            1,
+        )
+    )
+    html.write_text(text, encoding="utf-8")
+    with serve(copy) as url:  # a new port: nothing comes from the browser's cache
+        found = {
+            v["id"]: v["impact"] for v in axe_violations(page, f"{url}/en/{CHAPTER}")
+        }
+        alt = alt_text_problems(page, "en")
+        outline = heading_problems(page)
+    assert found.get("image-alt") == "critical", found
+    assert found.get("color-contrast") == "serious", found
+    assert any("no alt text" in p for p in alt), alt
+    assert any("followed by h4" in p for p in outline), outline
+
+
+def test_generic_or_wrong_language_alt_text_is_reported(page, site_url):
+    page.goto(f"{site_url}/zh/{CHAPTER}")
+    assert alt_text_problems(page, "zh") == []
+    page.evaluate(
+        """() => { const imgs = document.querySelectorAll("article.bd-article img");
+        imgs[0].alt = "图片"; imgs[1].alt = "Four heatmaps side by side, one per head"; }"""
+    )
+    problems = alt_text_problems(page, "zh")
+    assert any("generic" in p for p in problems), problems
+    assert any("not in Chinese" in p for p in problems), problems
