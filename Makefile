@@ -12,7 +12,7 @@ DOCS   := $(VENV)/.installed-docs
 TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt
 
-.PHONY: setup setup-test html page test test-fast lint e2e bench format serve lock clean \
+.PHONY: setup setup-test html pdf page test test-fast lint e2e bench format serve lock clean \
         corpus corpus-check
 
 # The locks in requirements/ are resolved for Python 3.11: check it up front.
@@ -63,8 +63,16 @@ setup: $(DOCS)
 
 setup-test: $(TESTS)
 
+# PDF=1 also prints the PDF editions where Chromium and the test tools are
+# installed (and says it skipped them where not).
 html: $(DOCS)
-	$(PY) tools/build_book.py
+	$(PY) tools/build_book.py $(if $(PDF),--pdf auto)
+
+# The PDF editions, _build/pdf/mha-book-{zh,en}.pdf: the built site printed by
+# Debian's Chromium (Playwright, a test tool), linked from every page's
+# download menu; fails without /usr/bin/chromium.
+pdf: $(TESTS)
+	$(PY) tools/build_book.py --pdf yes
 
 # A partial build while writing: every page is read (links are checked), only
 # the pages in P execute; into _build/partial, then served on PORT.
@@ -78,7 +86,7 @@ page: $(DOCS)
 # the browser tests. `make test-fast` runs the unit tests and doctests only.
 test: $(TESTS) html
 	$(PY) -m pytest
-	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory e2e; \
+	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory pdf e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 
 test-fast: $(TESTS)

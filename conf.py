@@ -123,6 +123,10 @@ html_context = {
     "book_other_lang": OTHER,
     "book_other_label": {"zh": "English", "en": "中文"}[LANG],
     "book_hreflang": {"zh": "zh-CN", "en": "en"},
+    # The whole edition as a PDF (tools/build_pdf.py), offered in every page's
+    # download menu only when tools/build_book.py prints it or finds it
+    # printed: a build without Chromium links nothing that is not there.
+    "book_pdf": f"mha-book-{LANG}.pdf" if os.environ.get("MHA_BOOK_PDF") else "",
 }
 BUILD_FOOTER = {
     "zh": "构建于 {day}，torch {torch}，mha_book {book}",

@@ -285,3 +285,20 @@ def test_exercises_and_solutions_speak_the_page_language(site, lang, title):
     assert all(re.fullmatch(rf"{title} \d+", " ".join(w.split())) for w in words), (
         words[:3]
     )
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_chapter_links_the_book_pdf_only_when_it_is_there(site, lang):
+    """The download menu offers the edition's PDF (tools/build_pdf.py) on every
+    page that has the menu, and only when the PDF is in the site."""
+    pdf = site / lang / f"mha-book-{lang}.pdf"
+    label = {"zh": "整本书 PDF", "en": "Book PDF"}[lang]
+    for page in sorted((site / lang).glob("*.html")):
+        html = read(page)
+        if "dropdown-download-buttons" not in html:
+            continue  # the index and search pages have no download menu
+        links = re.findall(r'href="([^"]*mha-book-[a-z]+\.pdf)"', html)
+        if pdf.exists():
+            assert links == [pdf.name] and label in html, page.name
+        else:
+            assert links == [], f"{page.name} links a PDF that was not printed"

@@ -1,6 +1,12 @@
 """Build both language trees of the book and report per-page execution time.
 
 Usage: python tools/build_book.py [--clean] [--pages PAGE ...] [--timeout SECONDS]
+                                  [--pdf {no,auto,yes}]
+
+With --pdf, the built site is then printed to one PDF per edition
+(tools/build_pdf.py) into _build/pdf/ and linked from every page's download
+menu; `make pdf` passes yes (fails without Chromium), `make html PDF=1` auto
+(says the PDF was skipped where Chromium or the test tools are missing).
 
 With --pages, a partial build: every page is read (links and references are
 checked as in the full build) but only the named pages execute, into
@@ -44,6 +50,7 @@ FULL_BUILD = ROOT / "_build"  # `make html`'s folder
 PARTIAL_BUILD = FULL_BUILD / "partial"  # `--pages`' default folder
 sys.path.insert(0, str(ROOT / "tools"))
 
+import build_pdf  # noqa: E402
 from check_parity import parity_problems  # noqa: E402
 from check_prose import prose_problems  # noqa: E402
 
@@ -663,6 +670,14 @@ def main(argv=None) -> int:
         help=f"wall-clock limit per edition (default: ${EDITION_TIMEOUT_ENV} "
         f"or {DEFAULT_EDITION_TIMEOUT})",
     )
+    parser.add_argument(
+        "--pdf",
+        choices=("no", "auto", "yes"),
+        default="no",
+        help="also print each edition to a PDF (tools/build_pdf.py) into "
+        "<build>/pdf/ and the site: 'auto' where Chromium and the test tools "
+        "are installed (else says it skipped), 'yes' or fail (default: no)",
+    )
     args = parser.parse_args(argv)
     default = PARTIAL_BUILD if args.pages else FULL_BUILD
     docs, build = args.docs.resolve(), (args.build_dir or default).resolve()
@@ -692,6 +707,62 @@ def serve_command(build: Path) -> str:
         return f"make serve SITE={(build / 'html').relative_to(ROOT)}"
     except ValueError:
         return f"make serve SITE={build / 'html'}"
+
+
+def pdf_wanted(args) -> bool | None:
+    """Whether this build prints the PDF editions; None: it must and cannot."""
+    if args.pdf == "no":
+        return False
+    if args.pages:
+        print("PDF skipped: a partial build (--pages) prints no PDF")
+        return False
+    problem = build_pdf.missing_tools()
+    if problem and args.pdf == "yes":
+        print(f"build FAILED: cannot print the PDF editions: {problem}")
+        return None
+    if problem:
+        print(f"PDF skipped: {problem}; the site is built without it")
+        return False
+    return True
+
+
+def pdfs_up_to_date(build: Path, langs) -> bool:
+    """Every edition's PDF is newer than its pages, the print CSS and the printer."""
+    for lang in langs:
+        pdf, record = (
+            build / "pdf" / build_pdf.pdf_name(lang),
+            build / "pdf" / f"{lang}.json",
+        )
+        if not (pdf.exists() and record.exists()):
+            return False
+        made = pdf.stat().st_mtime
+        chapters = json.loads(record.read_text(encoding="utf-8"))["chapters"]
+        sources = [ROOT / "docs/_static/book.css", Path(build_pdf.__file__)]
+        sources += [build / "html" / lang / f"{c['doc']}.html" for c in chapters]
+        if any(not p.exists() or p.stat().st_mtime > made for p in sources):
+            return False
+    return True
+
+
+def make_pdfs(build: Path, langs) -> int:
+    """Print the PDF editions of the built site (unless they are up to date)."""
+    if pdfs_up_to_date(build, langs):
+        print(f"PDF editions up to date in {build / 'pdf'}")
+        return 0
+    start = time.perf_counter()
+    try:
+        records = build_pdf.build_pdfs(build / "html", build / "pdf", langs)
+    except Exception as error:  # noqa: BLE001 - reported, and the build fails
+        print(f"build FAILED: printing the PDF editions: {error}")
+        return 1
+    for r in records:
+        size = (build / "pdf" / r["pdf"]).stat().st_size / 1e6
+        print(
+            f"[{r['lang']}] PDF: {build / 'pdf' / r['pdf']}: {r['pages']} pages, "
+            f"{len(r['chapters'])} chapters, {size:.1f} MB"
+        )
+    print(f"PDF editions printed in {time.perf_counter() - start:.1f} s")
+    return 0
 
 
 def build_book(args, docs: Path, build: Path) -> int:
@@ -726,6 +797,16 @@ def build_book(args, docs: Path, build: Path) -> int:
     for lang in args.langs:
         # sphinx-sitemap writes it afresh when a base URL is set; never keep a stale one.
         (out / lang / "sitemap.xml").unlink(missing_ok=True)
+    print_pdf = pdf_wanted(args)
+    if print_pdf is None:
+        return 1
+    # The download menu offers the PDF only where it will be printed or is there.
+    if print_pdf or all(
+        (out / lang / build_pdf.pdf_name(lang)).exists() for lang in args.langs
+    ):
+        os.environ["MHA_BOOK_PDF"] = "1"
+    else:
+        os.environ.pop("MHA_BOOK_PDF", None)
     try:
         code = run_builds(docs, build, args.langs, args.timeout, args.pages)
     except KeyboardInterrupt:
@@ -742,6 +823,9 @@ def build_book(args, docs: Path, build: Path) -> int:
         write_build_report(build, rows, seconds)
     if code == 0:
         prune_caches(build, args.langs)
+    if code == 0 and print_pdf:
+        code = make_pdfs(build, args.langs)
+        seconds = time.perf_counter() - start
     print(
         f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
         + (

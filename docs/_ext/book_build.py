@@ -321,6 +321,34 @@ def _citation_roles(app, pagename, templatename, context, doctree):
         context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+BOOK_PDF_LABELS = {
+    "zh": ("整本书 PDF", "下载整本书的 PDF 版"),
+    "en": ("Book PDF", "Download the whole book as a PDF"),
+}
+
+
+def _offer_book_pdf(app, pagename, templatename, context, doctree):
+    """Add the edition's PDF (``html_context["book_pdf"]``) to the download menu."""
+    pdf = context.get("book_pdf")
+    if not pdf:
+        return
+    text, tooltip = BOOK_PDF_LABELS[
+        "zh" if app.config.language.startswith("zh") else "en"
+    ]
+    for group in context.get("header_buttons") or []:
+        if group.get("label") == "download-buttons":
+            group["buttons"].append(
+                {
+                    "type": "link",
+                    "url": context["pathto"](pdf, 1),
+                    "text": text,
+                    "tooltip": tooltip,
+                    "icon": "fas fa-book",
+                    "label": "download-book-pdf-button",
+                }
+            )
+
+
 # --- no machine paths in the published pages ----------------------------------
 def machine_paths() -> list[tuple[str, str]]:
     """(absolute prefix, what the reader sees instead), longest first.
@@ -460,6 +488,7 @@ def setup(app):
     app.connect("doctree-resolved", _lazy_images)
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _localise_header_buttons, priority=900)
+    app.connect("html-page-context", _offer_book_pdf, priority=901)
     app.connect("html-page-context", _load_explorer)
     app.connect("html-page-context", _citation_roles)
     app.connect("build-finished", _write_exec_report)

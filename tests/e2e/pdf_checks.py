@@ -1,0 +1,165 @@
+"""Checks of the PDF editions (tools/build_pdf.py), shared by the tests.
+
+Each check returns a list of problems (empty = fine), so the same function
+guards the real PDFs and is shown to catch a deliberately broken print.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+import unicodedata
+from pathlib import Path
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+
+
+@functools.cache
+def radical_map() -> dict[int, str]:
+    """CJK radicals -> the ideograph drawn with the same glyph in Noto Sans CJK SC.
+
+    Chromium's PDF maps some CJK glyphs back to a radical code point (页 as
+    U+2EDA) in the text layer; NFKC folds the Kangxi radicals but not the
+    supplement, so the font itself says which ideograph the glyph is.
+    """
+    if not NOTO_CJK.exists():
+        return {}
+    from fontTools.ttLib import TTFont
+
+    cmap = TTFont(str(NOTO_CJK), fontNumber=2, lazy=True).getBestCmap()
+    ideograph = {}
+    for cp, glyph in cmap.items():
+        if 0x4E00 <= cp <= 0x9FFF:
+            ideograph.setdefault(glyph, chr(cp))
+    return {
+        cp: ideograph[glyph]
+        for cp, glyph in cmap.items()
+        if 0x2E80 <= cp <= 0x2FDF and glyph in ideograph
+    }
+
+
+def canonical(text: str) -> str:
+    """Text compared without whitespace, ligatures or radical look-alikes."""
+    text = unicodedata.normalize("NFKC", text).translate(radical_map())
+    return re.sub(r"\s+", "", text)
+
+
+def page_texts(pdf: bytes | Path) -> list[str]:
+    from pypdf import PdfReader
+
+    data = pdf.read_bytes() if isinstance(pdf, Path) else pdf
+    return [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
+
+
+def code_lines(source: Path) -> list[str]:
+    """Every non-blank line of every code cell of a MyST page."""
+    lines = []
+    for body in CODE_CELL.findall(source.read_text(encoding="utf-8")):
+        body_lines = body.splitlines()
+        if body_lines and body_lines[0].strip() == "---":  # a YAML options block
+            end = body_lines.index("---", 1)
+            body_lines = body_lines[end + 1 :]
+        lines += [
+            line for line in body_lines if line.strip() and not line.startswith(":")
+        ]
+    return lines
+
+
+def page_edges(pdf: bytes | Path, first: int = 1, count: int | None = None):
+    """(end, start) of each page's body in reading order: its last and first
+    three lines, without the running header and the page number, canonical.
+
+    pypdf's layout mode orders the text by position, so a code line that
+    wraps across a page break ends one page and starts the next.
+    """
+    from pypdf import PdfReader
+
+    data = pdf.read_bytes() if isinstance(pdf, Path) else pdf
+    pages = PdfReader(io.BytesIO(data)).pages
+    edges = []
+    for page in pages[first - 1 : None if count is None else first - 1 + count]:
+        lines = [
+            line for line in page.extract_text(extraction_mode="layout").splitlines()
+        ]
+        lines = [line for line in lines if line.strip()][1:]  # the header
+        if lines and lines[-1].strip().isdigit():
+            lines = lines[:-1]  # the page number
+        edges.append((canonical("".join(lines[-3:])), canonical("".join(lines[:3]))))
+    return edges
+
+
+def missing_code_lines(
+    pages: list[str], source: Path, edges: list[tuple[str, str]] = ()
+) -> list[str]:
+    """Code lines of ``source`` that the printed pages lack (cut at the margin,
+    hidden, or lost), compared without whitespace so wrapped lines match.
+
+    ``pages``: the text of each page without its running header. ``edges``
+    (:func:`page_edges`): a line wrapped across a page break is found as the
+    end of one page and the start of the next. Chromium drops the glyphs a
+    box clips, so a cut line's tail is missing from the text.
+    """
+    whole = "".join(canonical(page) for page in pages)
+
+    def found(line: str) -> bool:
+        if line in whole:
+            return True
+        return any(
+            end.endswith(line[:i]) and start.startswith(line[i:])
+            for (end, _), (_, start) in zip(edges, edges[1:])
+            for i in range(1, len(line))
+        )
+
+    return [
+        f"{source.name}: code line not in the PDF: {line.strip()!r}"
+        for line in code_lines(source)
+        if not found(canonical(line))
+    ]
+
+
+def image_count(pdf: Path, first_page: int, pages: int) -> int:
+    """Image XObjects drawn on the pages first_page .. first_page + pages - 1."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(pdf)
+    count = 0
+    for page in reader.pages[first_page - 1 : first_page - 1 + pages]:
+        xobjects = page["/Resources"].get("/XObject", {})
+        for ref in xobjects.values():
+            obj = ref.get_object()
+            if obj.get("/Subtype") == "/Image":
+                count += 1
+            elif obj.get("/Subtype") == "/Form":  # images nested in a form
+                inner = obj.get("/Resources", {}).get("/XObject", {})
+                count += sum(
+                    r.get_object().get("/Subtype") == "/Image" for r in inner.values()
+                )
+    return count
+
+
+def chapter_body(
+    texts: list[str], book: str, chapter: dict
+) -> tuple[list[str], list[str]]:
+    """A chapter's printed pages without their running headers, and the pages
+    whose header does not name the book, the chapter and the page number."""
+    header = canonical(book + chapter["title"])
+    body, problems = [], []
+    for number in range(
+        chapter["first_page"], chapter["first_page"] + chapter["pages"]
+    ):
+        lines = texts[number - 1].split("\n")
+        if (
+            len(lines) >= 2
+            and canonical(lines[0]) == header
+            and lines[1].strip() == str(number)
+        ):
+            lines = lines[2:]
+        else:
+            problems.append(
+                f"page {number}: no running header {chapter['title']!r} / {number}"
+            )
+        body.append("\n".join(lines))
+    return body, problems

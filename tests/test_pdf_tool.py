@@ -1,0 +1,32 @@
+"""tools/build_book.py --pdf: the PDF step is optional, and says when it skips."""
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+import build_book  # noqa: E402
+import build_pdf  # noqa: E402
+
+
+def test_without_chromium_auto_skips_saying_so_and_yes_fails(monkeypatch, capsys):
+    monkeypatch.setattr(build_pdf, "CHROMIUM", Path("/nonexistent/chromium"))
+    assert build_book.pdf_wanted(SimpleNamespace(pdf="auto", pages=None)) is False
+    out = capsys.readouterr().out
+    assert out.startswith("PDF skipped: no /nonexistent/chromium")
+    assert build_book.pdf_wanted(SimpleNamespace(pdf="yes", pages=None)) is None
+    assert "build FAILED: cannot print the PDF editions" in capsys.readouterr().out
+    assert build_book.pdf_wanted(SimpleNamespace(pdf="no", pages=None)) is False
+    assert capsys.readouterr().out == ""
+
+
+def test_a_partial_build_prints_no_pdf(capsys):
+    assert build_book.pdf_wanted(SimpleNamespace(pdf="yes", pages=["05"])) is False
+    assert "PDF skipped: a partial build" in capsys.readouterr().out
+
+
+def test_the_running_header_is_a_css_string():
+    css = build_pdf.page_css('a "b" \\c', "第 5 章", 12)
+    assert 'content: "a \\"b\\" \\\\c"' in css
+    assert "counter-increment: page 12" in css

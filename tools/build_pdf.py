@@ -1,0 +1,369 @@
+"""Print the built site into one PDF per edition, with the browser the tests drive.
+
+Usage: python tools/build_pdf.py [--site _build/html] [--out _build/pdf] [--langs zh en]
+
+Writes _build/pdf/mha-book-zh.pdf and _build/pdf/mha-book-en.pdf (and a copy
+of each into its edition, _build/html/<lang>/, where every page's download
+menu links it), plus _build/pdf/<lang>.json: the chapters, their titles and
+first pages. `make pdf` runs it through tools/build_book.py --pdf yes;
+`make html` runs it when Chromium and the test tools are installed.
+
+The route is Jupyter Book's HTML-to-PDF one: no LaTeX. Playwright drives
+Debian's Chromium (/usr/bin/chromium) over the site served on 127.0.0.1.
+Each chapter, in the order of the book's table of contents (the sidebar of
+index.html: the introduction, chapters 01-15, the API reference, the
+glossary, the references), is printed on its own, after MathJax has typeset
+it, every image has decoded and every collapsed cell and solution is open;
+the site's print CSS (docs/_static/book.css) hides the page chrome and wraps
+long code lines. The running header (book and chapter title) and the page
+number are CSS page-margin boxes; each chapter's numbering starts where the
+previous one ended, so the page numbers run through the whole book. Then a
+title page and a table of contents with those page numbers are printed, and
+pypdf merges everything, with one bookmark per chapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from datetime import date
+from html import escape
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+OUT = ROOT / "_build" / "pdf"
+LANGS = ("zh", "en")
+CHROMIUM = Path(os.environ.get("MHA_BOOK_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# A4, with room above and below for the running header and the page number.
+PAGE_MARGINS = "18mm 16mm 18mm 16mm"
+# The chapter whose first page becomes a PNG (pdftoppm), in each edition.
+SCREENSHOT_CHAPTER = "05-verification"
+LABELS = {
+    "zh": {"edition": "PDF 版", "contents": "目录", "built": "构建于"},
+    "en": {"edition": "PDF edition", "contents": "Contents", "built": "Built on"},
+}
+
+
+def pdf_name(lang: str) -> str:
+    """The file name of an edition's PDF (the site links it by this name)."""
+    return f"mha-book-{lang}.pdf"
+
+
+def missing_tools() -> str | None:
+    """Why the PDF cannot be printed here, or None when it can."""
+    if not CHROMIUM.exists():
+        return f"no {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
+    for module in ("playwright", "pypdf"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (make setup-test installs it)"
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 at a free port; yield the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# The book's order: the home link, then the table of contents of the sidebar.
+CHAPTERS_JS = """() => {
+  const nav = document.querySelector("nav.bd-docs-nav");
+  const links = [...nav.querySelectorAll(".bd-sidenav__home-link a, ul.bd-sidenav > li.toctree-l1 > a")];
+  return {book: document.querySelector(".logo__title").textContent.trim(),
+          pages: links.map((a) => new URL(a.getAttribute("href"), location.href).pathname)};
+}"""
+
+# Ready to print: collapsed cells and solutions open, images decoded, math typeset.
+PREPARE_JS = """async () => {
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  for (const el of document.querySelectorAll(".toggle-hidden")) el.classList.remove("toggle-hidden");
+  for (const img of document.images) {
+    img.loading = "eager";
+    try { await img.decode(); } catch (e) {}
+  }
+  if (document.querySelector(".math")) {
+    for (let i = 0; i < 200 && !(window.MathJax && MathJax.startup && MathJax.startup.promise); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  }
+  await document.fonts.ready;
+  const h1 = document.querySelector("article.bd-article h1");
+  const title = h1.cloneNode(true);
+  title.querySelectorAll(".headerlink").forEach((a) => a.remove());
+  return {title: title.textContent.trim(),
+          typeset: document.querySelectorAll("mjx-container").length,
+          math: document.querySelectorAll(".math").length,
+          images: [...document.querySelectorAll("article.bd-article img")].filter((i) => i.naturalWidth > 0).length};
+}"""
+
+
+def css_string(text: str) -> str:
+    """``text`` as a CSS string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def page_css(book: str, chapter: str, first_page: int) -> str:
+    """The @page rules of a chapter: running header, page number from ``first_page``."""
+    box = "font: 8.5pt sans-serif; color: #555;"
+    return f"""@page {{ size: A4; margin: {PAGE_MARGINS};
+  @top-left {{ content: {css_string(book)}; {box} }}
+  @top-right {{ content: {css_string(chapter)}; {box} }}
+  @bottom-center {{ content: counter(page); {box} }} }}
+@page :first {{ counter-increment: page {first_page}; }}"""
+
+
+def print_chapter(page, url: str, book: str, first_page: int) -> tuple[bytes, dict]:
+    """Print one page of the site; return the PDF and what the page held."""
+    page.goto(url, wait_until="networkidle")
+    facts = page.evaluate(PREPARE_JS)
+    if facts["math"] and not facts["typeset"]:
+        raise RuntimeError(f"{url}: MathJax typeset nothing")
+    page.add_style_tag(content=page_css(book, facts["title"], first_page))
+    pdf = page.pdf(prefer_css_page_size=True, print_background=True)
+    return pdf, facts
+
+
+def front_matter_html(lang: str, book: str, toc: list[tuple[str, int]]) -> str:
+    """The title page and the table of contents, with page numbers and links."""
+    words = LABELS[lang]
+    rows = "\n".join(
+        f'<li><a href="#p{number}"><span class="t">{escape(title)}</span>'
+        f'<span class="n">{number}</span></a></li>'
+        for title, number in toc
+    )
+    hreflang = {"zh": "zh-CN", "en": "en"}[lang]
+    return f"""<!DOCTYPE html><html lang="{hreflang}"><head><meta charset="utf-8">
+<title>{escape(book)}</title><style>
+@page {{ size: A4; margin: 25mm 22mm; }}
+body {{ font-family: "DejaVu Sans", "Noto Sans CJK SC", sans-serif; color: #222; }}
+.title {{ height: 230mm; display: flex; flex-direction: column; justify-content: center; }}
+.title h1 {{ font-size: 28pt; line-height: 1.3; margin: 0 0 8mm; }}
+.title p {{ font-size: 13pt; color: #555; margin: 2mm 0; }}
+.toc {{ break-before: page; }}
+.toc h2 {{ font-size: 18pt; margin: 0 0 8mm; }}
+.toc ol {{ list-style: none; padding: 0; margin: 0; }}
+.toc li {{ font-size: 11.5pt; margin: 0 0 3.2mm; }}
+.toc a {{ display: flex; color: inherit; text-decoration: none; }}
+.toc .t {{ flex: 1; border-bottom: 1px dotted #999; margin-right: 3mm; }}
+.toc .n {{ font-variant-numeric: tabular-nums; }}
+</style></head><body>
+<section class="title"><h1>{escape(book)}</h1>
+<p>{words["edition"]}</p><p>{words["built"]} {date.today().isoformat()}</p></section>
+<section class="toc"><h2>{words["contents"]}</h2><ol>
+{rows}
+</ol></section></body></html>"""
+
+
+def print_front_matter(page, lang: str, book: str, toc) -> bytes:
+    page.set_content(front_matter_html(lang, book, toc), wait_until="load")
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return page.pdf(prefer_css_page_size=True)
+
+
+def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
+    """Print one edition; write its PDF and its record; return the record."""
+    from pypdf import PdfReader, PdfWriter
+
+    page = browser.new_page(locale={"zh": "zh-CN", "en": "en-US"}[lang])
+    page.goto(f"{base}/{lang}/index.html", wait_until="load")
+    order = page.evaluate(CHAPTERS_JS)
+    book = order["book"]
+    # The front matter's length depends only on the number of entries: print it
+    # once with placeholder numbers to learn where the first chapter starts.
+    front_pages = len(
+        PdfReader(
+            io.BytesIO(
+                print_front_matter(page, lang, book, [("-", 999)] * len(order["pages"]))
+            )
+        ).pages
+    )
+    chapters, pdfs, next_page = [], [], front_pages + 1
+    for path in order["pages"]:
+        pdf, facts = print_chapter(page, base + path, book, next_page)
+        pages = len(PdfReader(io.BytesIO(pdf)).pages)
+        chapters.append(
+            {
+                "doc": Path(path).stem,
+                "title": facts["title"],
+                "first_page": next_page,
+                "pages": pages,
+                "images": facts["images"],
+            }
+        )
+        pdfs.append(pdf)
+        next_page += pages
+    front = print_front_matter(
+        page, lang, book, [(c["title"], c["first_page"]) for c in chapters]
+    )
+    page.close()
+    if len(PdfReader(io.BytesIO(front)).pages) != front_pages:
+        raise RuntimeError(f"[{lang}] the table of contents changed length")
+
+    writer = PdfWriter()
+    writer.append(io.BytesIO(front))
+    for chapter, pdf in zip(chapters, pdfs):
+        writer.append(io.BytesIO(pdf), outline_item=chapter["title"])
+    writer.add_metadata({"/Title": book, "/Creator": "mha_book tools/build_pdf.py"})
+    link_contents(writer, front_pages, chapters)
+    writer.page_mode = "/UseOutlines"
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / pdf_name(lang)
+    with open(target, "wb") as f:
+        writer.write(f)
+    record = {
+        "lang": lang,
+        "book": book,
+        "pdf": target.name,
+        "pages": next_page - 1,
+        "front_pages": front_pages,
+        "chapters": chapters,
+    }
+    (out / f"{lang}.json").write_text(
+        json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
+    shutil.copy2(target, site / lang / target.name)
+    return record
+
+
+def link_contents(writer, front_pages: int, chapters: list[dict]) -> None:
+    """Make each line of the table of contents a link to its chapter's first page.
+
+    The front matter's entries were printed as links to ``#p<page>``;
+    Chromium writes them as link annotations on the table-of-contents pages
+    (internal targets without a destination it could resolve), and here they
+    become links to the page.
+    """
+    from pypdf.generic import (
+        ArrayObject,
+        DictionaryObject,
+        NameObject,
+        NullObject,
+        NumberObject,
+    )
+
+    wanted = {c["first_page"] for c in chapters}
+    for index in range(front_pages):
+        page = writer.pages[index]
+        for ref in page.get("/Annots", []) or []:
+            annot = ref.get_object()
+            action = annot.get("/A")
+            uri = str(action.get_object().get("/URI", "")) if action else ""
+            if "#p" not in uri:
+                continue
+            number = int(uri.rsplit("#p", 1)[1])
+            if number not in wanted:
+                continue
+            del annot[NameObject("/A")]
+            annot[NameObject("/Dest")] = ArrayObject(
+                [
+                    writer.pages[number - 1].indirect_reference,
+                    NameObject("/XYZ"),
+                    NullObject(),
+                    NullObject(),
+                    NumberObject(0),
+                ]
+            )
+            annot.setdefault(NameObject("/Border"), DictionaryObject())
+
+
+def screenshot(pdf: Path, page_number: int, png: Path) -> bool:
+    """Render one page of ``pdf`` to ``png`` with pdftoppm; False if it is missing."""
+    if not shutil.which("pdftoppm"):
+        return False
+    png.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "100", "-singlefile", "-f", str(page_number)]
+        + ["-l", str(page_number), str(pdf), str(png.with_suffix(""))],
+        check=True,
+    )
+    return True
+
+
+def shoot_first_page(out: Path, record: dict, folder: Path) -> Path | None:
+    """A PNG of the first page of SCREENSHOT_CHAPTER, rendered from the PDF."""
+    chapter = next(
+        (c for c in record["chapters"] if c["doc"] == SCREENSHOT_CHAPTER), None
+    )
+    png = folder / f"pdf-{record['lang']}-{SCREENSHOT_CHAPTER}.png"
+    if chapter and screenshot(out / record["pdf"], chapter["first_page"], png):
+        return png
+    return None
+
+
+def build_pdfs(site: Path = SITE, out: Path = OUT, langs=LANGS) -> list[dict]:
+    """Print every edition in ``langs``; return their records."""
+    from playwright.sync_api import sync_playwright
+
+    for lang in langs:
+        if not (site / lang / "index.html").exists():
+            raise SystemExit(f"PDF FAILED: no built site in {site / lang}")
+    records = []
+    with serve(site) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            for lang in langs:
+                records.append(build_edition(browser, base, site, lang, out))
+                shoot_first_page(out, records[-1], out.parent / "screenshots")
+        finally:
+            browser.close()
+    return records
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, default=SITE)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--langs", nargs="+", choices=LANGS, default=list(LANGS))
+    args = parser.parse_args(argv)
+    problem = missing_tools()
+    if problem:
+        print(f"PDF FAILED: {problem}")
+        return 1
+    start = time.perf_counter()
+    for record in build_pdfs(args.site.resolve(), args.out.resolve(), args.langs):
+        pdf = args.out / record["pdf"]
+        print(
+            f"[{record['lang']}] {pdf}: {record['pages']} pages, "
+            f"{len(record['chapters'])} chapters, {pdf.stat().st_size / 1e6:.1f} MB"
+        )
+    print(f"PDF editions printed in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
