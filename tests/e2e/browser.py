@@ -6,24 +6,16 @@ both guards the real site and is shown to catch a deliberately broken copy.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import threading
-from contextlib import contextmanager
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+# The PDF tool drives the same Chromium over the same local server.
+from build_pdf import CHROMIUM_ARGS, serve  # noqa: E402, F401
+
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
 
@@ -36,25 +28,6 @@ def site_pages(site: Path, lang: str) -> list[str]:
         for p in root.rglob("*.html")
         if p.name not in SKIP_PAGES and not p.relative_to(root).parts[0].startswith("_")
     )
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep test output clean
-        pass
-
-
-@contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 at a free port; yield the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def watch(page) -> dict[str, list[str]]:
