@@ -11,6 +11,7 @@ and the cells that would change are listed.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -37,6 +38,27 @@ def split_options(body: str) -> tuple[str, str]:
 
 
 def ruff_format(code: str) -> str:
+    """The cell formatted by ruff as a notebook cell.
+
+    Notebook mode keeps a semicolon that ends a cell, Jupyter's way of not
+    displaying the last value (``ax.legend();``); as a ``.py`` file ruff
+    would drop it.
+    """
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "cell",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": code,
+            }
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     result = subprocess.run(
         [
             sys.executable,
@@ -46,16 +68,17 @@ def ruff_format(code: str) -> str:
             "--line-length",
             str(LINE_LENGTH),
             "--stdin-filename",
-            "cell.py",
+            "cell.ipynb",
             "-",
         ],
-        input=code,
+        input=json.dumps(notebook),
         capture_output=True,
         text=True,
     )
     if result.returncode != 0:
         raise ValueError(result.stderr.strip())
-    return result.stdout
+    source = json.loads(result.stdout)["cells"][0]["source"]
+    return "".join(source).rstrip("\n") + "\n"
 
 
 def format_page(text: str) -> tuple[str, list[int]]:

@@ -5,7 +5,8 @@ Usage: python tools/lint_cells.py [DOCS_DIR | PAGE.md ...]
 A page's cells run in one kernel, top to bottom, so they are checked as one
 script (a name defined in cell 1 is known in cell 5) with the rules of
 ``pyproject.toml``, except those that do not fit a notebook: imports in a
-later cell (E402) and a bare expression as a cell's value (B018). Each
+later cell (E402), a bare expression as a cell's value (B018) and the semicolon
+that keeps a cell's last value from being shown (E703). Each
 problem is reported at its line in the page. Exit 1 if any is found.
 """
 
@@ -27,7 +28,7 @@ from format_cells import (  # noqa: E402
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK_IGNORES = ["E402", "B018"]
+NOTEBOOK_IGNORES = ["E402", "B018", "E703"]
 
 
 def page_script(text: str) -> tuple[str, list[int]]:
