@@ -1,15 +1,20 @@
-"""The build's language: the one place a page asks "zh or en?".
+"""What the book's pages share at build time: the language, and short tracebacks.
 
 The book is built twice from two source trees (``docs/zh`` and ``docs/en``)
 whose code cells are identical. A cell that needs language-specific labels
 (for example the tokens of a heatmap) calls :func:`book_language` instead of
 forking the code. The build sets the environment variable ``MHA_BOOK_LANG``
 (see ``conf.py``); every notebook kernel inherits it.
+
+A cell meant to raise shows the reader the line of the cell that failed and
+the error, not the library frames in between (:func:`short_tracebacks`, which
+the build turns on in every kernel).
 """
 
 from __future__ import annotations
 
 import os
+import types
 import unicodedata
 
 LANG_ENV_VAR = "MHA_BOOK_LANG"
@@ -81,3 +86,56 @@ def pad_cols(text: str, width: int, align: str = "<") -> str:
         raise ValueError(f"align must be '<' or '>', got {align!r}")
     fill = " " * max(width - display_width(text), 0)
     return text + fill if align == "<" else fill + text
+
+
+def cell_frames(tb: types.TracebackType | None, is_cell) -> types.TracebackType | None:
+    """The traceback ``tb`` with only the frames whose file ``is_cell`` accepts.
+
+    Example:
+        >>> def fail():
+        ...     raise ValueError("x")
+        >>> try:
+        ...     fail()
+        ... except ValueError as err:
+        ...     tb = err.__traceback__
+        >>> short = cell_frames(tb, lambda filename: "doctest" in filename)
+        >>> [t.tb_frame.f_code.co_name for t in (short, short.tb_next) if t]
+        ['<module>']
+    """
+    kept = []
+    while tb is not None:
+        if is_cell(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    short = None
+    for t in reversed(kept):
+        short = types.TracebackType(short, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return short
+
+
+def short_tracebacks(shell=None) -> bool:
+    """Make an IPython shell show only the notebook's own frames of a traceback.
+
+    A call such as ``mha(x, x, x, mask=m)`` passes through about fifty lines of
+    ``torch.nn.Module`` internals before it reaches the check that raises; a
+    reader needs the line of the cell that failed and the message. Frames from
+    files that are not notebook cells are left out; the exception type and
+    message are printed as always, and the cell still fails. Returns whether a
+    shell was found (outside IPython this does nothing).
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    cells = shell.compile._filename_map  # cell file -> execution count ("In [n]")
+
+    def show(self, etype, value, tb, tb_offset=None):
+        short = cell_frames(tb, lambda filename: filename in cells)
+        self.showtraceback((etype, value, short or tb), tb_offset=0)
+
+    shell.set_custom_exc((Exception,), show)
+    return True

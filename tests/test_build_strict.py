@@ -104,7 +104,9 @@ def test_a_typed_measurement_stops_the_build(scratch):
     glued = "Training took {glue:text}`secs` s.\n\n"
     result = build(
         scratch,
-        cell("from myst_nb import glue\nglue('secs', '95', display=False)"),
+        cell(
+            "from myst_nb import glue\nglue('secs', '95', display=False)", "remove-cell"
+        ),
         glued,
     )
     assert result.returncode == 0, result.stdout
@@ -126,3 +128,21 @@ def test_a_structure_difference_stops_the_build(scratch):
     assert (
         "index.md: structure differs at element 2: zh has heading h2" in result.stdout
     )
+
+
+def test_a_visible_glue_or_an_incomplete_chapter_list_stops_the_build(scratch):
+    result = build(
+        scratch, cell("from myst_nb import glue\nglue('n', '7', display=False)")
+    )
+    assert result.returncode != 0
+    assert "a visible code cell calls glue(" in result.stdout
+    assert "tools/check_pages.py" in result.stdout
+    # A list of chapters marked "10-" that misses the newest chapter.
+    for lang in ("zh", "en"):
+        folder = scratch / "docs" / lang
+        for name in ("10-a", "11-b"):
+            (folder / f"{name}.md").write_text(HEADER + "Text.\n", encoding="utf-8")
+    listed = "% chapters: 10-\n- [A](10-a.md)\n\n```{toctree}\n:glob:\n\n[0-9]*\n```\n"
+    result = build(scratch, cell("print(1)"), listed)
+    assert result.returncode != 0
+    assert "does not link chapter(s) 11" in result.stdout

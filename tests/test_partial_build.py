@@ -14,7 +14,7 @@ PAGES = {
     "a": "See [the other page](b.md) and {ref}`the label <b-label>`.\n\n"
     + cell("print('a ran')"),
     "b": "(b-label)=\n## B\n\n"
-    + cell("from myst_nb import glue\nglue('n', 7)")
+    + cell("from myst_nb import glue\nglue('n', 7)", "remove-cell")
     + "Seven: {glue:text}`n`.\n",
     "glossary": "```{glossary}\nhead\n  One of H attention maps.\n```\n",
 }

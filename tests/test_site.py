@@ -302,3 +302,24 @@ def test_every_chapter_links_the_book_pdf_only_when_it_is_there(site, lang):
             assert links == [pdf.name] and label in html, page.name
         else:
             assert links == [], f"{page.name} links a PDF that was not printed"
+
+
+LIBRARY_FRAME = re.compile(r"(?:site-packages|dist-packages|/mha_book/)[^\s<\"']*\.py")
+
+
+def library_frames(html: str) -> list[str]:
+    """Files of library frames that a page's error outputs show (none wanted)."""
+    return LIBRARY_FRAME.findall(html)
+
+
+def test_tracebacks_show_the_cell_and_the_error_only(site):
+    shown = 0
+    for lang in ("zh", "en"):
+        for page in sorted((site / lang).glob("[0-9]*.html")):
+            html = page.read_text(encoding="utf-8")
+            assert library_frames(html) == [], f"{lang}/{page.name}"
+            shown += html.count("Traceback (most recent call last)")
+    assert shown >= 14  # chapters 7 and 14 show errors in both editions
+    # A traceback through torch.nn.Module, as IPython prints it by default, is caught.
+    frame = "File /x/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1778"
+    assert library_frames(f"<pre>{frame}, in Module._call_impl</pre>") != []

@@ -19,8 +19,10 @@ a code cell, is an error). Output: _build/html/{zh,en}/ and a language chooser
 at _build/html/index.html.
 
 Before Sphinx starts, the gates run: the two editions must have the same
-code and structure (tools/check_parity.py), and the prose must glue its
-measured numbers and use the glossary's zh terms (tools/check_prose.py).
+code and structure (tools/check_parity.py), the prose must glue its
+measured numbers and use the glossary's zh terms (tools/check_prose.py), and
+no visible cell may call glue nor any list of chapters miss one
+(tools/check_pages.py).
 
 The build succeeds only if every edition exits 0; an edition killed by a
 signal or stopped at its wall-clock limit (MHA_BOOK_EDITION_TIMEOUT seconds,
@@ -51,6 +53,7 @@ PARTIAL_BUILD = FULL_BUILD / "partial"  # `--pages`' default folder
 sys.path.insert(0, str(ROOT / "tools"))
 
 import build_pdf  # noqa: E402
+from check_pages import page_problems  # noqa: E402
 from check_parity import parity_problems  # noqa: E402
 from check_prose import prose_problems  # noqa: E402
 
@@ -96,7 +99,24 @@ def build_env(lang: str, build: Path, pages: list[str] | None = None) -> dict[st
     env.setdefault("MKL_NUM_THREADS", "1")
     env["PYTHONHASHSEED"] = "0"
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["IPYTHONDIR"] = str(kernel_profile(build))
     return env
+
+
+# Every kernel starts with this, from the IPython folder the build owns (so a
+# reader's own ~/.ipython settings cannot change what a page prints): a cell
+# meant to raise shows its own line and the error, not PyTorch's internals.
+KERNEL_STARTUP = "from mha_book.book import short_tracebacks\n\nshort_tracebacks()\n"
+
+
+def kernel_profile(build: Path) -> Path:
+    """The IPython folder of the build's kernels, with its startup file written."""
+    folder = build / "ipython"
+    startup = folder / "profile_default" / "startup" / "00-book.py"
+    if not startup.exists() or startup.read_text(encoding="utf-8") != KERNEL_STARTUP:
+        startup.parent.mkdir(parents=True, exist_ok=True)
+        startup.write_text(KERNEL_STARTUP, encoding="utf-8")
+    return folder
 
 
 # Each edition gets this many seconds in all (override with the environment
@@ -791,6 +811,15 @@ def build_book(args, docs: Path, build: Path) -> int:
         print(
             "build FAILED: measured numbers must be glued from the execution and zh terms "
             "must be the glossary's (tools/check_prose.py)"
+        )
+        return 1
+    problems = page_problems(docs)
+    if problems:
+        for p in problems:
+            print(f"pages: {p}")
+        print(
+            "build FAILED: glue calls belong in removed cells and every list of "
+            "chapters must link the chapters it names (tools/check_pages.py)"
         )
         return 1
     out = build / "html"

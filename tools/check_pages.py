@@ -1,0 +1,162 @@
+"""Gates for what a page shows: teaching cells, and lists of chapters.
+
+Usage: python tools/check_pages.py [DOCS_DIR]   (exit 1 and a list of problems)
+
+Teaching cells
+    A visible code cell shows what a reader would type. ``glue(...)`` is
+    build plumbing: it belongs in a cell tagged ``remove-cell`` (executed,
+    never shown), placed right after the cell that computes the value.
+
+Lists of chapters
+    A list of chapters is never left to go stale. Before a list (or a
+    paragraph) that names chapters by link, a MyST comment says which
+    chapters it lists, and the gate checks that it links every one of them:
+
+        % chapters: 10-       every chapter from 10 to the last one
+        % chapters: 01-08     chapters 1 to 8
+
+    The block is the text after the comment up to the next blank line. A new
+    chapter that a ``10-`` list does not link fails the build. A block that
+    links four or more chapters without such a comment is reported too, so a
+    new list of chapters cannot escape the check.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+LANGS = ("zh", "en")
+CHAPTER = re.compile(r"^(\d\d)-[\w-]+\.md$")
+# A link to a chapter page: [text](NN-name.md) or [text](NN-name.md#anchor).
+CHAPTER_LINK = re.compile(r"\]\((\d\d)-[\w-]+\.md(?:#[\w-]*)?\)")
+MARKER = re.compile(r"^%\s*chapters:\s*(\d\d)-(\d\d)?\s*$")
+FENCE = re.compile(r"^(`{3,}|~{3,})")
+UNMARKED_LIMIT = 4  # an unmarked block linking this many chapters is a list
+
+
+def _tags(cell: str) -> set[str]:
+    """The tags of a code cell, from its ``:tags: [...]`` option line."""
+    m = re.search(r"^:tags:\s*\[([^\]]*)\]", cell, re.M)
+    return {t.strip().strip("'\"") for t in m.group(1).split(",")} if m else set()
+
+
+def glue_problems(docs: Path) -> list[str]:
+    """Every visible code cell that calls ``glue(``.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "en").mkdir()
+    >>> _ = (d / "en" / "p.md").write_text(
+    ...     "```{code-cell} ipython3\\nx = 1\\nglue('x', x, display=False)\\n```\\n"
+    ...     "```{code-cell} ipython3\\n:tags: [remove-cell]\\nglue('y', 2)\\n```\\n")
+    >>> glue_problems(d)
+    ['en/p.md:1: a visible code cell calls glue(: move the glue calls to a cell tagged remove-cell after it']
+    """
+    problems = []
+    cell = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+    for lang in LANGS:
+        for path in sorted((docs / lang).glob("*.md")):
+            text = path.read_text(encoding="utf-8")
+            for m in cell.finditer(text):
+                body = m.group(2)
+                if re.search(r"\bglue\(", body) and "remove-cell" not in _tags(body):
+                    line = text[: m.start()].count("\n") + 1
+                    problems.append(
+                        f"{lang}/{path.name}:{line}: a visible code cell calls glue(: "
+                        "move the glue calls to a cell tagged remove-cell after it"
+                    )
+    return problems
+
+
+def prose_blocks(text: str) -> list[tuple[int, str | None, str]]:
+    """(first line, marker or None, text) of each prose block outside code fences.
+
+    >>> prose_blocks("a\\n\\n% chapters: 10-\\n- [x](10-a.md)\\n- [y](11-b.md)\\n")
+    [(1, None, 'a'), (4, '10-', '- [x](10-a.md)\\n- [y](11-b.md)')]
+    """
+    blocks, current, start, marker, fence = [], [], 0, None, None
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        m = FENCE.match(stripped)
+        if fence:  # inside code: skipped
+            if stripped == fence:
+                fence = None
+            continue
+        if m and ("{code-cell}" in stripped or "{" not in stripped):
+            if stripped != m.group(1):  # an opening fence (a closing one is bare)
+                fence = m.group(1)
+                continue
+        if (mk := MARKER.match(stripped)) and not current:
+            marker = f"{mk.group(1)}-{mk.group(2) or ''}"
+            continue
+        # A directive's fence and option lines end a block; its body is prose.
+        boundary = bool(m) or bool(re.match(r"^:[\w-]+:", stripped))
+        if stripped and not boundary:
+            if not current:
+                start = number
+            current.append(line)
+        elif current:
+            blocks.append((start, marker, "\n".join(current)))
+            current, marker = [], None
+    if current:
+        blocks.append((start, marker, "\n".join(current)))
+    return blocks
+
+
+def chapter_list_problems(docs: Path) -> list[str]:
+    """Marked chapter lists that miss a chapter, and unmarked lists of chapters."""
+    problems = []
+    for lang in LANGS:
+        chapters = sorted(
+            int(m.group(1))
+            for p in (docs / lang).glob("*.md")
+            if (m := CHAPTER.match(p.name))
+        )
+        if not chapters:
+            continue
+        for path in sorted((docs / lang).glob("*.md")):
+            for line, marker, block in prose_blocks(path.read_text(encoding="utf-8")):
+                linked = {int(n) for n in CHAPTER_LINK.findall(block)}
+                where = f"{lang}/{path.name}:{line}"
+                if marker is None:
+                    if len(linked) >= UNMARKED_LIMIT:
+                        problems.append(
+                            f"{where}: this block links {len(linked)} chapters: mark it "
+                            "with a line '% chapters: NN-' (or 'NN-MM') above it, "
+                            "so the gate checks it lists every one"
+                        )
+                    continue
+                first, _, last = marker.partition("-")
+                wanted = [
+                    n
+                    for n in chapters
+                    if int(first) <= n <= (int(last) if last else chapters[-1])
+                ]
+                missing = [f"{n:02d}" for n in wanted if n not in linked]
+                if missing:
+                    problems.append(
+                        f"{where}: the list marked 'chapters: {marker}' does not "
+                        f"link chapter(s) {', '.join(missing)}"
+                    )
+    return problems
+
+
+def page_problems(docs: Path) -> list[str]:
+    return glue_problems(docs) + chapter_list_problems(docs)
+
+
+def main(argv: list[str]) -> int:
+    docs = (
+        Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "docs"
+    )
+    problems = page_problems(docs)
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
