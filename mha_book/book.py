@@ -98,8 +98,10 @@ def cell_frames(tb: types.TracebackType | None, is_cell) -> types.TracebackType 
         ...     fail()
         ... except ValueError as err:
         ...     tb = err.__traceback__
-        >>> short = cell_frames(tb, lambda filename: "doctest" in filename)
-        >>> [t.tb_frame.f_code.co_name for t in (short, short.tb_next) if t]
+        >>> names = lambda t: [t.tb_frame.f_code.co_name] + (names(t.tb_next) if t.tb_next else [])
+        >>> names(tb)  # the example's own frame, then the function that raised
+        ['<module>', 'fail']
+        >>> names(cell_frames(tb, lambda filename: "cell_frames[1]" in filename))
         ['<module>']
     """
     kept = []
