@@ -161,7 +161,8 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else float(scale)
 
     # --- 1. scores: how well each query matches each key ---
-    # Scaling q (T·D numbers) rather than the scores (T·S numbers) saves a pass.
+    # Scale q (T·D numbers), not the scores (T·S): one pass either way, over
+    # fewer numbers whenever S > D, the usual case.
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., T, S)
     if bias is not None:  # an additive bias (e.g. ALiBi) shifts the scores
         scores = scores + bias  # (..., T, S)
