@@ -139,6 +139,9 @@ BUILD_FOOTER = {
 html_theme_options = {
     "extra_footer": f'<p class="book-build-info">{BUILD_FOOTER}</p>',
     "home_page_in_toc": True,
+    # The sidebar has the search field; pydata-sphinx-theme would add a second
+    # one in a top bar (its default persistent navbar item) at every width.
+    "navbar_persistent": [],
     "show_navbar_depth": 1,
     "use_download_button": True,
     "use_fullscreen_button": False,

@@ -1,6 +1,6 @@
 """The page gates (tools/check_pages.py): no glue in a visible cell, and every
 list of chapters links every chapter it claims. Each passes on the real book
-and fails on a broken copy."""
+and fails on a broken copy. Also: the build report shows no empty section."""
 
 import sys
 from pathlib import Path
@@ -80,3 +80,16 @@ def test_a_chapter_list_inside_a_code_fence_is_not_prose(tmp_path):
     problems = chapter_list_problems(write(tmp_path, pages))
     # the code block is not a list; the note's body is prose and is checked
     assert [p.split(":")[1] for p in problems] == ["8", "8"]
+
+
+def test_the_build_report_shows_no_empty_page_weight_section(tmp_path):
+    from build_book import PAGE_WEIGHT, page_weight_section
+
+    unmeasured = page_weight_section(tmp_path)
+    assert "Page weight" not in unmeasured and "<p>" not in unmeasured
+    (tmp_path / PAGE_WEIGHT).write_text(
+        '{"budget": {"bytes": 1024, "image_bytes": 1024, "load_ms": 1, "lcp_ms": 1},'
+        ' "measured": "today", "pages": {}}',
+        encoding="utf-8",
+    )
+    assert "Page weight" in page_weight_section(tmp_path)

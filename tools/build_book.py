@@ -514,13 +514,12 @@ def page_weight_section(build: Path) -> str:
     import html
 
     path = build / PAGE_WEIGHT
-    parts = [PAGE_WEIGHT_START, "<h2>Page weight · 页面体积</h2>"]
     if not path.exists():
-        parts.append(
-            "<p>Not measured yet: the browser tests measure it (<code>make e2e</code>). "
-            "尚未测量：由浏览器测试测量。</p>"
-        )
-        return "\n".join(parts + [PAGE_WEIGHT_END])
+        # No heading without a table: a site built without the browser tests
+        # (the hosted one) shows no empty section. The markers stay, for
+        # publish_page_weight to fill.
+        return "\n".join([PAGE_WEIGHT_START, PAGE_WEIGHT_END])
+    parts = [PAGE_WEIGHT_START, "<h2>Page weight · 页面体积</h2>"]
     data = json.loads(path.read_text(encoding="utf-8"))
     budget = data["budget"]
     parts.append(
