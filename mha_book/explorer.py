@@ -65,10 +65,11 @@ def _labels() -> dict[str, str]:
         "queries": pick("查询", "Queries"),
         "keys": pick("键", "Keys"),
         "hint": pick(
-            "把指针移到左边的一个查询词元上，或用 Tab 键选中它：只留下它的连线，"
-            "右边写出它给每个键的权重。",
-            "Hover over a query token on the left, or Tab to it: only its lines "
-            "stay, and its weight on each key is written on the right.",
+            "把指针移到左边的一个查询词元上（或点一下），也可以用 Tab 键进入左列，"
+            "再用上下方向键移动：只留下它的连线，右边写出它给每个键的权重。",
+            "Hover over (or tap) a query token on the left, or Tab to the column "
+            "and move with the arrow keys: only its lines stay, and its weight on "
+            "each key is written on the right.",
         ),
         "mean": pick("各头的平均权重", "mean over the heads"),
         "noscript": pick(

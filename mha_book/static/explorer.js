@@ -1,9 +1,16 @@
 // Attention explorer (mha_book.explore): the tokens in two columns, queries
 // on the left and keys on the right, joined by one line per (query, key)
 // whose opacity is the attention weight. A layer and a head (or all heads,
-// each in its own colour) are chosen with two native selects; hovering or
-// focusing a query token keeps only its lines and writes its weights next to
-// the keys.
+// each in its own colour) are chosen with two native selects; hovering,
+// tapping or focusing a query token keeps only its lines and writes its
+// weights next to the keys. The latest of these wins: a token reached with
+// the keyboard shows its row even while the pointer rests on another, and a
+// pointer that leaves gives the row back to the focused token.
+//
+// Keyboard: the query tokens are one listbox with a roving tabindex (the
+// WAI-ARIA pattern): only one token is a tab stop (tabindex 0, the last one
+// focused), ArrowUp/ArrowDown/Home/End move between the tokens, and Tab
+// leaves the list for the next control.
 //
 // Single source: mha_book/static/explorer.js. The book's build copies it into
 // _static and loads it on the pages that show an explorer; the HTML that
@@ -61,8 +68,10 @@
     const state = {
       layer: data.layer,
       head: data.head, // a number, or "all"
-      hovered: null,
-      focused: null,
+      hovered: null, // the token under the pointer
+      focused: null, // the token with the keyboard focus
+      shown: null, // the token whose row is drawn: the latest interaction's
+      stop: 0, // the token that is the list's tab stop
     };
 
     root.setAttribute("role", "group");
@@ -83,13 +92,17 @@
     const hint = el("p", "mha-explorer__hint", labels.hint);
 
     const board = el("div", "mha-explorer__board");
+    const queryColumnName = el("span", "mha-explorer__heading", labels.queries);
+    queryColumnName.id = `${id}-queries`;
     board.append(
-      el("span", "mha-explorer__heading", labels.queries),
+      queryColumnName,
       el("span", "mha-explorer__heading mha-explorer__mean", ""),
       el("span", "mha-explorer__heading mha-explorer__heading--keys", labels.keys),
     );
     const meanNote = board.children[1];
     const queries = el("div", "mha-explorer__queries");
+    queries.setAttribute("role", "listbox");
+    queries.setAttribute("aria-labelledby", queryColumnName.id);
     const canvas = el("div", "mha-explorer__canvas");
     const keys = el("div", "mha-explorer__keys");
     // Written as markup so the parser gives it the SVG namespace; every row
@@ -103,6 +116,7 @@
       button.type = "button";
       button.title = token;
       button.dataset.index = i;
+      button.setAttribute("role", "option");
       queries.append(button);
       return button;
     });
@@ -129,7 +143,7 @@
       const l = state.layer;
       const all = state.head === "all";
       const heads = all ? [...Array(H).keys()] : [state.head];
-      const query = state.hovered ?? state.focused;
+      const query = state.shown;
       const rows = query === null ? [...Array(T).keys()] : [query];
       const NS = svg.namespaceURI;
       const lines = [];
@@ -160,7 +174,11 @@
         }
         numbers[k].textContent = text;
       }
-      buttons.forEach((b, i) => b.classList.toggle("mha-explorer__query--active", i === query));
+      buttons.forEach((b, i) => {
+        b.classList.toggle("mha-explorer__query--active", i === query);
+        b.setAttribute("aria-selected", String(i === query));
+        b.tabIndex = i === state.stop ? 0 : -1; // one tab stop: the roving tabindex
+      });
       meanNote.textContent = all && query !== null ? labels.mean : "";
       root.classList.toggle("mha-explorer--all", all);
     }
@@ -173,21 +191,28 @@
       state.head = headBox.value === "all" ? "all" : Number(headBox.value);
       draw();
     });
+    // Pointer events rather than mouse events: a touch ends with pointerleave,
+    // so a tap leaves no hover behind (the tap focuses the token instead).
     buttons.forEach((button, i) => {
-      button.addEventListener("mouseenter", () => {
+      button.addEventListener("pointerenter", () => {
         state.hovered = i;
+        state.shown = i;
         draw();
       });
-      button.addEventListener("mouseleave", () => {
+      button.addEventListener("pointerleave", () => {
         state.hovered = null;
+        state.shown = state.focused;
         draw();
       });
       button.addEventListener("focus", () => {
         state.focused = i;
+        state.shown = i;
+        state.stop = i;
         draw();
       });
       button.addEventListener("blur", () => {
         state.focused = null;
+        state.shown = state.hovered;
         draw();
       });
       // Safari does not focus a tapped button: do it, so a tap selects too.

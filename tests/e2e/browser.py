@@ -388,12 +388,37 @@ EXPLORER_DRAWN_JS = """(index) => {
   };
 }"""
 ACTIVE_QUERY_JS = """(index) => {
+  // Where the keyboard focus is: which query token (-1: none), the tokens that
+  // are tab stops (tabindex 0), and the focused element in words.
   const root = document.querySelectorAll(".mha-explorer")[index];
   const buttons = [...root.querySelectorAll(".mha-explorer__query")];
   const active = document.activeElement;
   const style = getComputedStyle(active);
+  const name = (el) => el.tagName.toLowerCase() + (el.className ? "." + [...el.classList].join(".") : "")
+    + (el.textContent.trim() ? ` '${el.textContent.trim().slice(0, 20)}'` : "");
   return {index: buttons.indexOf(active),
-          outline: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0};
+          outline: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0,
+          stops: buttons.flatMap((b, i) => (b.tabIndex === 0 ? [i] : [])),
+          headSelect: active === root.querySelector("select.mha-explorer__head"),
+          next: active === window.mhaExplorerNext,
+          element: name(active)};
+}"""
+# The control that follows the widget in the tab order, as the browser sees it:
+# a probe with tabindex 0 placed right after the widget is focused, Tab is
+# pressed (NEXT_MARK_JS), and the element reached is kept.
+NEXT_PROBE_JS = """(index) => {
+  const root = document.querySelectorAll(".mha-explorer")[index];
+  const probe = document.createElement("span");
+  probe.className = "mha-explorer-probe";
+  probe.tabIndex = 0;
+  probe.textContent = "|";
+  root.after(probe);
+  probe.focus();
+  return document.activeElement === probe;
+}"""
+NEXT_MARK_JS = """() => {
+  window.mhaExplorerNext = document.activeElement;
+  document.querySelector(".mha-explorer-probe").remove();
 }"""
 
 
@@ -470,37 +495,175 @@ def explorer_mismatches(
     return problems
 
 
+def _explorer_select(page, layer: int, head: int | str, index: int) -> None:
+    root = page.locator(".mha-explorer").nth(index)
+    root.locator("select.mha-explorer__layer").select_option(str(layer))
+    root.locator("select.mha-explorer__head").select_option(str(head))
+
+
+def _keyboard_to(page, query: int, index: int) -> list[str]:
+    """Tab once from the head selector into the token list, then arrow keys to ``query``."""
+    root = page.locator(".mha-explorer").nth(index)
+    root.locator("select.mha-explorer__head").focus()
+    page.keyboard.press("Tab")
+    active = page.evaluate(ACTIVE_QUERY_JS, index)
+    if active["index"] < 0:
+        return [
+            f"Tab from the head selector reached {active['element']}, no query token"
+        ]
+    key = "ArrowDown" if query > active["index"] else "ArrowUp"
+    for _ in range(abs(query - active["index"])):
+        page.keyboard.press(key)
+    active = page.evaluate(ACTIVE_QUERY_JS, index)
+    if active["index"] != query:
+        return [
+            f"the arrow keys reached {active['element']}, expected query token {query}"
+        ]
+    if not active["outline"]:
+        return [f"the focused query token {query} shows no outline"]
+    return []
+
+
 def explorer_problems(
     page, *, layer: int, head: int | str, query: int, via: str = "hover", index: int = 0
 ) -> list[str]:
     """Select ``layer`` and ``head``, reach query token ``query``, compare.
 
-    ``via``: ``"hover"`` (the mouse), ``"keyboard"`` (Tab from the head
-    selector, one press per token; the focused token must show a visible
-    outline) or ``"tap"`` (a touch screen).
+    ``via``: ``"hover"`` (the mouse), ``"keyboard"`` (one Tab from the head
+    selector into the token list, then the arrow keys; the focused token must
+    show a visible outline) or ``"tap"`` (a touch screen).
+    """
+    if via not in ("hover", "tap", "keyboard"):
+        raise ValueError(f"via must be 'hover', 'keyboard' or 'tap', got {via!r}")
+    _explorer_select(page, layer, head, index)
+    token = page.locator(".mha-explorer").nth(index).locator(".mha-explorer__query")
+    if via == "hover":
+        token.nth(query).hover()
+    elif via == "tap":
+        token.nth(query).tap()
+    else:
+        page.mouse.move(0, 0)  # no hover
+        problems = _keyboard_to(page, query, index)
+        if problems:
+            return problems
+    return explorer_mismatches(explorer_drawing(page, index), layer, head, query)
+
+
+def explorer_latest_wins_problems(
+    page,
+    *,
+    layer: int,
+    head: int | str,
+    first: int,
+    then: int,
+    via: str = "hover",
+    index: int = 0,
+) -> list[str]:
+    """The latest interaction decides which query token's row is drawn.
+
+    Hover (``via="hover"``) or tap (``"tap"``) query token ``first``: its
+    row is drawn. Then reach token ``then`` with the keyboard (as in
+    :func:`explorer_problems`): ``then``'s row is drawn, although the
+    pointer may still rest on ``first``. After a hover, also: the pointer
+    leaving keeps the focused token's row, hovering ``first`` again draws
+    ``first``'s row, and leaving gives the row back to ``then``.
+    """
+    if via not in ("hover", "tap"):
+        raise ValueError(f"via must be 'hover' or 'tap', got {via!r}")
+    if first == then:
+        raise ValueError(f"first and then must differ, got {first} for both")
+    _explorer_select(page, layer, head, index)
+    token = page.locator(".mha-explorer").nth(index).locator(".mha-explorer__query")
+    if via == "hover":
+        page.mouse.move(0, 0)  # (a touch screen has no mouse: no stale position)
+    getattr(token.nth(first), via)()
+
+    def compare(query: int, when: str) -> list[str]:
+        drawn = explorer_drawing(page, index)
+        return [f"{when}: {p}" for p in explorer_mismatches(drawn, layer, head, query)]
+
+    problems = compare(first, f"after a {via} on query {first}")
+    keyboard = _keyboard_to(page, then, index)
+    if keyboard:
+        return problems + keyboard
+    problems += compare(then, f"{via} on query {first}, then the keyboard to {then}")
+    if via == "hover":
+        page.mouse.move(0, 0)
+        problems += compare(then, f"the pointer left query {first}, {then} focused")
+        token.nth(first).hover()
+        problems += compare(first, f"hovering query {first} while {then} is focused")
+        page.mouse.move(0, 0)
+        problems += compare(then, f"the pointer left query {first} again")
+    return problems
+
+
+def explorer_keyboard_problems(page, index: int = 0) -> list[str]:
+    """The token list is one tab stop, moved by the arrow keys (a roving tabindex).
+
+    Exactly one query token has tabindex 0. One Tab from the head selector
+    reaches it; End, ArrowUp, Home and ArrowDown move the focus between the
+    tokens and the tab stop with it; one Tab from a token reaches the next
+    control after the widget (found by the browser itself, see
+    NEXT_PROBE_JS); Shift+Tab comes back to the token last focused, and one
+    more Shift+Tab reaches the head selector.
     """
     root = page.locator(".mha-explorer").nth(index)
-    root.locator("select.mha-explorer__layer").select_option(str(layer))
-    head_box = root.locator("select.mha-explorer__head")
-    head_box.select_option(str(head))
-    token = root.locator(".mha-explorer__query").nth(query)
-    if via == "hover":
-        token.hover()
-    elif via == "tap":
-        token.tap()
-    elif via == "keyboard":
-        page.mouse.move(0, 0)  # no hover
-        head_box.focus()
-        for _ in range(query + 1):
-            page.keyboard.press("Tab")
+    T = root.locator(".mha-explorer__query").count()
+    page.mouse.move(0, 0)
+    if not page.evaluate(NEXT_PROBE_JS, index):
+        return ["the probe after the widget could not be focused"]
+    page.keyboard.press("Tab")
+    page.evaluate(NEXT_MARK_JS)
+    problems = []
+    stops = page.evaluate(ACTIVE_QUERY_JS, index)["stops"]
+    if len(stops) != 1:
+        problems.append(
+            f"{len(stops)} query tokens are tab stops (tabindex 0): {stops[:8]}, expected 1"
+        )
+    root.locator("select.mha-explorer__head").focus()
+    page.keyboard.press("Tab")
+    active = page.evaluate(ACTIVE_QUERY_JS, index)
+    if active["index"] < 0 or active["index"] not in stops:
+        return problems + [
+            f"Tab from the head selector reached {active['element']}, "
+            f"expected the tab stop of the token list {stops[:8]}"
+        ]
+    moves = [("End", T - 1), ("ArrowUp", max(T - 2, 0)), ("Home", 0)]
+    moves += [("ArrowDown", min(1, T - 1)), ("ArrowDown", min(2, T - 1))]
+    for key, want in moves:
+        page.keyboard.press(key)
         active = page.evaluate(ACTIVE_QUERY_JS, index)
-        if active["index"] != query:
-            return [f"{query + 1} x Tab from the head selector reached {active}"]
-        if not active["outline"]:
-            return [f"the focused query token {query} shows no outline"]
-    else:
-        raise ValueError(f"via must be 'hover', 'keyboard' or 'tap', got {via!r}")
-    return explorer_mismatches(explorer_drawing(page, index), layer, head, query)
+        if active["index"] != want:
+            return problems + [
+                f"{key} moved the focus to {active['element']}, expected query token {want}"
+            ]
+        if active["stops"] != [want]:
+            problems.append(
+                f"after {key} to query token {want} the tab stops are "
+                f"{active['stops'][:8]}, expected [{want}]"
+            )
+    last = moves[-1][1]
+    page.keyboard.press("Tab")
+    active = page.evaluate(ACTIVE_QUERY_JS, index)
+    if not active["next"]:
+        return problems + [
+            f"Tab from query token {last} reached {active['element']}, expected the "
+            "next control after the widget"
+        ]
+    page.keyboard.press("Shift+Tab")
+    active = page.evaluate(ACTIVE_QUERY_JS, index)
+    if active["index"] != last:
+        return problems + [
+            f"Shift+Tab back into the widget reached {active['element']}, expected "
+            f"query token {last} (the one last focused)"
+        ]
+    page.keyboard.press("Shift+Tab")
+    if not page.evaluate(ACTIVE_QUERY_JS, index)["headSelect"]:
+        problems.append(
+            f"Shift+Tab from query token {last} reached "
+            f"{page.evaluate(ACTIVE_QUERY_JS, index)['element']}, expected the head selector"
+        )
+    return problems
 
 
 # --- accessibility -----------------------------------------------------------------

@@ -3,17 +3,24 @@
 In both editions: the widget renders offline without console errors, in the
 page's language; the lines drawn for a selected layer, head and query token
 match the JSON weights in the page, whether the token is hovered, reached
-with Tab or tapped; all heads are drawn in as many colours as there are
-heads; the page does not scroll sideways at 390 px. The last two tests show
-that the comparison catches a drawing that does not match the weights.
+with the keyboard or tapped; the latest of these wins (a token reached with
+the keyboard after a hover or a tap shows its own row); the token list is one
+tab stop moved by the arrow keys; all heads are drawn in as many colours as
+there are heads; the page does not scroll sideways at 390 px. The inline copy
+of the script works alone, in the page and in the bare HTML a notebook shows.
+The last tests show that the checks catch a drawing that does not match the
+weights, and scripts broken on purpose.
 """
 
 import re
 import shutil
 
 import pytest
+import torch
 from browser import (
     explorer_drawing,
+    explorer_keyboard_problems,
+    explorer_latest_wins_problems,
     explorer_mismatches,
     explorer_problems,
     horizontal_scroll_problems,
@@ -22,6 +29,8 @@ from browser import (
     serve,
 )
 from conftest import SITE
+
+from mha_book import explore
 
 LANGS = ("zh", "en")
 PAGE = "11-pretrained-bert.html"
@@ -92,6 +101,31 @@ def test_tabbing_to_a_query_draws_its_weights(page, site_url, lang, chapter):
 
 @BOTH
 @pytest.mark.parametrize("lang", LANGS)
+def test_the_token_list_is_one_tab_stop_moved_by_the_arrow_keys(
+    page, site_url, lang, chapter
+):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
+    assert explorer_keyboard_problems(page) == []
+    assert load_problems(page, seen) == []
+
+
+@BOTH
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_keyboard_after_a_hover_draws_the_focused_token(
+    page, site_url, lang, chapter
+):
+    seen = open_page(page, f"{site_url}/{lang}/{chapter}")
+    L, H, T = sizes(page)
+    for layer, head, first, then in ((0, H - 1, 1, T - 2), (L - 1, "all", T - 1, 0)):
+        problems = explorer_latest_wins_problems(
+            page, layer=layer, head=head, first=first, then=then
+        )
+        assert problems == []
+    assert load_problems(page, seen) == []
+
+
+@BOTH
+@pytest.mark.parametrize("lang", LANGS)
 def test_all_heads_are_drawn_in_one_colour_each(page, site_url, lang, chapter):
     seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
@@ -121,7 +155,72 @@ def test_the_explorer_fits_a_phone(phone, site_url, lang, chapter):
     assert load_problems(phone, seen) == []
 
 
-# --- the comparison can fail ------------------------------------------------------
+@BOTH
+def test_the_keyboard_after_a_tap_draws_the_focused_token(phone, site_url, chapter):
+    """A tablet with a keyboard: tap a token, then move with the arrow keys."""
+    seen = open_page(phone, f"{site_url}/en/{chapter}")
+    L, H, T = sizes(phone)
+    problems = explorer_latest_wins_problems(
+        phone, layer=L - 1, head=0, first=T - 1, then=2, via="tap"
+    )
+    assert problems == []
+    assert load_problems(phone, seen) == []
+
+
+def test_the_inline_script_works_without_the_static_copy(page, tmp_path):
+    """The page without its <script src="_static/explorer.js">: the copy that
+    mha_book.explore inlines in the HTML defines and mounts the widget."""
+    copy = tmp_path / "html"
+    shutil.copytree(SITE / "en", copy / "en")
+    html = copy / "en" / PAGE
+    text, n = re.subn(
+        r'<script src="_static/explorer\.js[^"]*"></script>',
+        "",
+        html.read_text(encoding="utf-8"),
+    )
+    assert n == 1
+    html.write_text(text, encoding="utf-8")
+    with serve(copy) as url:
+        seen = open_page(page, f"{url}/en/{PAGE}")
+        assert page.locator("script[src*='explorer.js']").count() == 0
+        assert page.locator(".mha-explorer[data-mounted]").count() == 1
+        assert explorer_keyboard_problems(page) == []
+        problems = explorer_latest_wins_problems(page, layer=1, head=2, first=3, then=1)
+        assert problems == []
+        assert load_problems(page, seen) == []
+
+
+def bare_page(directory, lang: str, monkeypatch) -> str:
+    """The HTML a notebook shows for an explorer, alone in a page; a button after it."""
+    monkeypatch.setenv("MHA_BOOK_LANG", lang)
+    g = torch.Generator().manual_seed(0)
+    weights = torch.softmax(torch.randn(2, 3, 6, 6, generator=g) * 2, dim=-1)
+    tokens = ["[CLS]", "it", "didn", "'", "t", "[SEP]"]
+    html = explore(tokens, weights, title="t")._repr_html_()
+    directory.mkdir(exist_ok=True)
+    (directory / "index.html").write_text(
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>t'
+        f"</title></head><body><main>{html}<button>next</button></main></body></html>",
+        encoding="utf-8",
+    )
+    return "index.html"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_notebook_html_works_alone(page, tmp_path, monkeypatch, lang):
+    name = bare_page(tmp_path / "bare", lang, monkeypatch)
+    with serve(tmp_path / "bare") as url:
+        seen = open_page(page, f"{url}/{name}")
+        assert page.locator(".mha-explorer[data-mounted]").count() == 1
+        assert explorer_keyboard_problems(page) == []
+        for via in ("hover", "keyboard"):
+            assert explorer_problems(page, layer=1, head="all", query=4, via=via) == []
+        problems = explorer_latest_wins_problems(page, layer=0, head=1, first=4, then=2)
+        assert problems == []
+        assert load_problems(page, seen) == []
+
+
+# --- the checks can fail ----------------------------------------------------------
 def test_a_drawing_that_swaps_queries_and_keys_is_reported(page, tmp_path):
     """A copy of the page whose script draws w[k][i] instead of w[i][k]."""
     copy = tmp_path / "html"
@@ -163,3 +262,80 @@ def test_weights_changed_after_drawing_are_reported(page, site_url):
     problems = explorer_mismatches(drawn, layer, head, query)
     assert any("line opacity" in p for p in problems), problems
     assert any(p.startswith("key ") and "number" in p for p in problems), problems
+
+
+# Scripts broken on purpose, in the bare page of a notebook (its inline copy).
+SHOWN_LINE = "const query = state.shown;"  # the row drawn: the latest interaction's
+STOP_LINE = "b.tabIndex = i === state.stop ? 0 : -1;"  # the roving tabindex
+BREAKAGES = {
+    # The logic this widget had before: the hovered token wins over the
+    # focused one, and a tap (mouse events) leaves a hover behind.
+    "hover-wins": [
+        (SHOWN_LINE, "const query = state.hovered ?? state.focused;"),
+        ('"pointerenter"', '"mouseenter"'),
+        ('"pointerleave"', '"mouseleave"'),
+    ],
+    "focus-wins": [(SHOWN_LINE, "const query = state.focused ?? state.hovered;")],
+    "every-token-a-tab-stop": [(STOP_LINE, "b.tabIndex = 0;")],
+    "the-tab-stop-stays-behind": [("state.stop = i;", "")],
+}
+
+
+@pytest.mark.parametrize(
+    ("broken", "expected"),
+    [
+        (
+            "hover-wins",
+            {"hover": ["then the keyboard to 1"], "tap": ["then the keyboard to 1"]},
+        ),
+        ("focus-wins", {"hover": ["hovering query 4 while 1 is focused"]}),
+        (
+            "every-token-a-tab-stop",
+            {
+                "keyboard": [
+                    "6 query tokens are tab stops",
+                    "Tab from query token 2 reached",
+                ]
+            },
+        ),
+        (
+            "the-tab-stop-stays-behind",
+            {
+                "keyboard": [
+                    "after End to query token 5 the tab stops are [0]",
+                    "Shift+Tab back into the widget reached",
+                ]
+            },
+        ),
+    ],
+    ids=list(BREAKAGES),
+)
+def test_a_broken_focus_logic_is_reported(
+    page, phone, tmp_path, monkeypatch, broken, expected
+):
+    directory = tmp_path / "bare"
+    html = directory / bare_page(directory, "en", monkeypatch)
+
+    def problems() -> dict[str, list[str]]:
+        with serve(directory) as url:  # a new port: nothing comes from the cache
+            found = {}
+            for via, tab in (("hover", page), ("tap", phone), ("keyboard", page)):
+                tab.goto(f"{url}/{html.name}", wait_until="networkidle")
+                if via == "keyboard":
+                    found[via] = explorer_keyboard_problems(tab)
+                else:
+                    found[via] = explorer_latest_wins_problems(
+                        tab, layer=1, head=2, first=4, then=1, via=via
+                    )
+            return found
+
+    assert problems() == {"hover": [], "tap": [], "keyboard": []}
+    text = html.read_text(encoding="utf-8")
+    for old, new in BREAKAGES[broken]:
+        assert old in text, old
+        text = text.replace(old, new)
+    html.write_text(text, encoding="utf-8")
+    found = problems()
+    for via, messages in expected.items():
+        for words in messages:
+            assert any(words in p for p in found[via]), (via, words, found[via])
