@@ -1,20 +1,27 @@
 """Smoke tests for mha_book.bench (no timing assertions)."""
 
+import functools
+import importlib
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
+from mha_book.artifacts import ARTIFACTS_ENV
 from mha_book.bench import (
     attention_flops,
     decode_speed,
     format_decode,
     format_kernels,
     format_table,
+    forward_times,
+    interleaved_times,
     kernel_times,
     main,
     measure_peak_memory,
+    measured_once,
     paired_ratio,
 )
 
@@ -233,3 +240,104 @@ def test_strict_exits_1_and_lists_every_missed_target(capsys):
     assert missed, "expected the quick run to miss a speed target"
     assert code == 1
     assert [line.strip() for line in listed.strip().splitlines()] == missed
+
+
+# --- the book's measurements: interleaved, taken once for both editions ---
+
+
+def test_interleaved_times_gives_every_call_a_turn_in_every_round(monkeypatch):
+    import mha_book.bench.timing as timing
+
+    seen = []
+
+    def one_call(fn, min_run_time=0.0, clock="wall"):  # Timer warms up with 2 calls
+        fn()
+        return 1.0
+
+    monkeypatch.setattr(timing, "time_call", one_call)
+    calls = {name: (lambda name=name: seen.append(name)) for name in "abc"}
+    times = interleaved_times(calls, rounds=4)
+    assert times == {name: [1.0] * 4 for name in "abc"}
+    assert seen[:3] == ["a", "b", "c"]  # the warm-up
+    rounds = [seen[3 + 3 * r : 6 + 3 * r] for r in range(4)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)  # each once per round
+    assert len({tuple(r) for r in rounds}) > 1  # in shuffled orders
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match=r"rounds must be an int >= 1, got"):
+            interleaved_times(calls, rounds=bad)
+    with pytest.raises(ValueError, match=r"calls must name at least one"):
+        interleaved_times({}, rounds=1)
+    with pytest.raises(
+        ValueError, match=r"clock must be one of \['cpu', 'wall'\], got 'gpu'"
+    ):
+        interleaved_times(calls, rounds=1, clock="gpu")
+
+
+def test_forward_times_one_median_per_size():
+    times = forward_times([(8, 2, 4), (8, 2, 8), (8, 4, 8)], rounds=2, min_run_time=0)
+    assert len(times) == 3 and all(t > 0 for t in times)
+
+
+@pytest.fixture
+def artifacts(tmp_path, monkeypatch):
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path))
+    return tmp_path
+
+
+def clock(n):
+    """A stand-in for a timing: a different value at every call."""
+    return {"n": n, "t": time.perf_counter(), "pair": (1, 2)}
+
+
+def test_measured_once_measures_once_and_both_callers_see_the_same(artifacts):
+    first, second = measured_once(clock, 3), measured_once(clock, 3)
+    assert first == second and first["pair"] == [1, 2]  # through JSON, both times
+    assert measured_once(clock, 4)["t"] != first["t"]  # another input: measured
+    assert len(list(artifacts.glob("measured-clock-*.pt"))) == 2
+
+
+def test_measured_once_without_the_folder_measures_every_time(monkeypatch):
+    monkeypatch.delenv(ARTIFACTS_ENV, raising=False)
+    assert measured_once(clock, 3)["t"] != measured_once(clock, 3)["t"]
+
+
+def test_measured_once_leaves_the_callers_random_state_alone(artifacts):
+    def draws(n):
+        torch.manual_seed(123)  # what decode_speed and forward_times do
+        return torch.rand(n).tolist()
+
+    for _ in ("measured", "loaded"):
+        torch.manual_seed(0)
+        measured_once(draws, 2)
+        after = torch.rand(1)
+        torch.manual_seed(0)
+        assert torch.equal(after, torch.rand(1))
+
+
+def test_measured_once_key_covers_the_helpers_of_the_measuring_module(
+    artifacts, tmp_path, monkeypatch
+):
+    # A page's cell: the measured function calls a helper of the same cell.
+    module = tmp_path / "page_cell.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cell = (
+        "import time\nROUNDS = {rounds}\n\n\ndef helper():\n    return {body}\n\n\n"
+        "def measure():\n    return [helper(), ROUNDS, time.perf_counter()]\n"
+    )
+
+    def run(rounds=3, body="1"):
+        module.write_text(cell.format(rounds=rounds, body=body), encoding="utf-8")
+        sys.modules.pop("page_cell", None)
+        return measured_once(importlib.import_module("page_cell").measure)
+
+    first = run()
+    assert run() == first  # loaded
+    assert run(body="2")[0] == 2  # the helper changed: measured again
+    assert run(rounds=5)[1] == 5  # a constant it reads changed: measured again
+
+
+def test_measured_once_needs_a_function_with_a_source():
+    with pytest.raises(TypeError, match=r"measure must be a function whose source"):
+        measured_once(functools.partial(clock, 3))
+    with pytest.raises(TypeError):
+        measured_once(clock, 3, 4)  # does not fit its signature

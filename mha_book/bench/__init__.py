@@ -1,8 +1,9 @@
 """CPU inference benchmark: mha_book against torch.nn.MultiheadAttention.
 
-Discussed in chapter 05-verification; the tiled kernel's section in chapter
-12-flash-attention and the decoding section in chapter 13-mqa-gqa-kv-cache,
-which call :func:`measure_peak_memory` and :func:`decode_speed`. Run it with
+Discussed in chapter 05-verification, which calls :func:`forward_times`; the
+tiled kernel's section in chapter 12-flash-attention and the decoding section
+in chapter 13-mqa-gqa-kv-cache, which call :func:`measure_peak_memory`,
+:func:`kernel_times` and :func:`decode_speed`. Run it with
 ``python -m mha_book.bench`` (``--quick`` for a smoke test; ``--lengths``,
 ``--repeats`` and ``--threads`` to choose).
 
@@ -42,17 +43,25 @@ Two more sections follow the table:
   (see :func:`decode_speed`). Target: the cache is faster and gives the same
   outputs.
 
+The book's pages time things with the same protocol
+(:func:`interleaved_times`: the variants compared take turns, round after
+round, and the page shows medians of the CPU time, see :data:`CLOCKS`) and call each measurement through
+:func:`measured_once`, so that it is taken once per build and both editions
+show the same numbers.
+
 One module per job: :mod:`~mha_book.bench.timing` (the protocol, FLOPs),
 :mod:`~mha_book.bench.compare` (module and kernel timings),
+:mod:`~mha_book.bench.shared` (one measurement for both editions),
 :mod:`~mha_book.bench.memory`, :mod:`~mha_book.bench.decode`,
 :mod:`~mha_book.bench.tables` (targets, verdicts) and
 :mod:`~mha_book.bench.cli`.
 """
 
 from mha_book.bench.cli import main
-from mha_book.bench.compare import RATIOS, kernel_times, run
+from mha_book.bench.compare import RATIOS, forward_times, kernel_times, run
 from mha_book.bench.decode import decode_speed
 from mha_book.bench.memory import measure_peak_memory
+from mha_book.bench.shared import measured_once
 from mha_book.bench.tables import (
     EXPLICIT_TARGET,
     FAST_TARGET,
@@ -65,7 +74,9 @@ from mha_book.bench.tables import (
     format_table,
 )
 from mha_book.bench.timing import (
+    CLOCKS,
     attention_flops,
+    interleaved_times,
     matmul_gflops,
     paired_ratio,
     repeat_orders,
@@ -78,9 +89,13 @@ __all__ = [
     "paired_ratio",
     "repeat_orders",
     "time_call",
+    "interleaved_times",
+    "CLOCKS",
     "matmul_gflops",
     "attention_flops",
     "kernel_times",
+    "forward_times",
+    "measured_once",
     "measure_peak_memory",
     "decode_speed",
     "format_table",

@@ -2,7 +2,9 @@
 
 :func:`run` times four implementations with the same weights (see the
 package docstring); :func:`kernel_times` times every kernel of
-:data:`mha_book.kernels.ATTENTION_KERNELS` on ``(B, H, T, D)`` inputs.
+:data:`mha_book.kernels.ATTENTION_KERNELS` on ``(B, H, T, D)`` inputs;
+:func:`forward_times` times the module at several sizes (chapter
+05-verification).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import inspect
 import statistics
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
 from mha_book.bench.timing import (
     attention_flops,
+    interleaved_times,
     paired_ratio,
     repeat_orders,
     time_call,
@@ -22,7 +26,7 @@ from mha_book.bench.timing import (
 from mha_book.kernels import ATTENTION_KERNELS, get_kernel
 from mha_book.module import MultiHeadAttention
 
-__all__ = ["RATIOS", "run", "kernel_times"]
+__all__ = ["RATIOS", "run", "kernel_times", "forward_times"]
 
 RATIOS = {
     "fast_ratio": ("fast", "torch_fast"),
@@ -91,28 +95,74 @@ def kernel_times(
     D: int = 64,
     block_size: int = 256,
     kernels: Sequence[str] | None = None,
+    threads: int | None = None,
+    clock: str = "wall",
 ) -> list[dict[str, float]]:
     """Median seconds per kernel on ``(B, H, T, D)`` float32 inputs, a dict per T.
 
     ``kernels`` are names in :data:`~mha_book.kernels.ATTENTION_KERNELS`; by
-    default all of them.
+    default all of them. For each T the kernels are timed in ``repeats``
+    interleaved rounds, one call each per round (:func:`interleaved_times`),
+    with ``threads`` torch threads (default: as many as torch uses now), on
+    the ``clock`` of :data:`~mha_book.bench.timing.CLOCKS`.
     """
     torch.manual_seed(0)
     names = list(ATTENTION_KERNELS) if kernels is None else list(kernels)
     fns = {name: _kernel(name, block_size) for name in names}
     results = []
-    for T in lengths:
-        q, k, v = (
-            torch.randn(B, H, T, D) for _ in range(3)
-        )  # (B, H, T, D) each, S = T
-        times = {name: [] for name in names}
-        with torch.inference_mode():
-            for fn in fns.values():
-                fn(q, k, v)  # warm-up
-            for order in repeat_orders(names, repeats):
-                for name in order:
-                    times[name].append(time_call(lambda: fns[name](q, k, v)))
-        results.append(
-            {"T": T, **{name: statistics.median(t) for name, t in times.items()}}
-        )
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        for T in lengths:
+            q, k, v = (
+                torch.randn(B, H, T, D) for _ in range(3)
+            )  # (B, H, T, D) each, S = T
+            calls = {name: partial(fn, q, k, v) for name, fn in fns.items()}
+            with torch.inference_mode():
+                times = interleaved_times(calls, repeats, clock=clock)
+            results.append(
+                {"T": T, **{name: statistics.median(t) for name, t in times.items()}}
+            )
+    finally:
+        torch.set_num_threads(before)
     return results
+
+
+def forward_times(
+    sizes: Sequence[tuple[int, int, int]],
+    rounds: int = 9,
+    *,
+    B: int = 1,
+    need_weights: bool = True,
+    min_run_time: float = 0.02,
+    seed: int = 0,
+    clock: str = "cpu",
+) -> list[float]:
+    """Median seconds of one forward pass of the module, for each ``(E, H, T)``.
+
+    For each size, ``MultiHeadAttention(E, H)`` (eval mode, inference mode,
+    float32) runs self-attention on ``(B, T, E)`` inputs. The sizes are timed
+    in ``rounds`` interleaved rounds (:func:`interleaved_times`): each round
+    times every size once, in a shuffled order, with
+    ``torch.utils.benchmark.Timer.blocked_autorange`` (``min_run_time``
+    seconds of calls, the median time per call); the result is the median
+    over the rounds. Threads: as many as torch uses now. ``clock``: the CPU
+    time of this process by default, which leaves out the time a call waited
+    while other programs had the processor (see
+    :data:`~mha_book.bench.timing.CLOCKS`).
+
+    Example:
+        >>> times = forward_times([(16, 2, 8), (16, 2, 16)], rounds=2, min_run_time=0)
+        >>> len(times), all(t > 0 for t in times)
+        (2, True)
+    """
+    torch.manual_seed(seed)
+    calls = {}
+    for i, (E, H, T) in enumerate(sizes):
+        model = MultiHeadAttention(E, H).eval()
+        x = torch.randn(B, T, E)  # (B, T, E)
+        calls[str(i)] = partial(model, x, x, x, need_weights=need_weights)
+    with torch.inference_mode():
+        times = interleaved_times(calls, rounds, min_run_time=min_run_time, clock=clock)
+    return [statistics.median(times[str(i)]) for i in range(len(sizes))]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 from torch import nn
 
-from mha_book.bench.timing import time_call
+from mha_book.bench.timing import interleaved_times, paired_ratio
 from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
@@ -53,6 +54,7 @@ def decode_speed(
     B: int = 1,
     repeats: int = 3,
     seed: int = 0,
+    clock: str = "wall",
 ) -> list[dict[str, float]]:
     """Decode ``new_tokens`` positions after a prompt, with and without a KV cache.
 
@@ -65,7 +67,13 @@ def decode_speed(
     - with a cache: one pass over the prompt (prefill), then one call per new
       token that projects only that token and attends to the cached keys.
 
-    Each time is the median over ``repeats`` of the whole loop (prefill included).
+    Each time is of the whole loop (prefill included). All the variants,
+    ``num_kv_heads`` with and without a cache, are timed in ``repeats``
+    interleaved rounds (:func:`~mha_book.bench.timing.interleaved_times`):
+    each round runs every variant once, in a shuffled order. A time is the
+    median over the rounds, a speed-up the median of the per-round ratios
+    (:func:`~mha_book.bench.timing.paired_ratio`). Threads: as many as torch
+    uses now; ``clock``: see :data:`~mha_book.bench.timing.CLOCKS`.
 
     Returns:
         One dict per ``num_kv_heads``: ``num_kv_heads``, ``no_cache_s``,
@@ -74,34 +82,25 @@ def decode_speed(
         outputs), ``scale`` (largest output magnitude), ``cache_bytes`` (the
         caches after the last step, all layers).
     """
-    results = []
+    calls, checks = {}, {}
     for Hkv in num_kv_heads:
         torch.manual_seed(seed)
         model = _AttentionStack(E, H, Hkv, layers).eval()
         x = torch.randn(B, prompt + new_tokens, E)  # (B, T, E): the whole sequence
-
-        def without_cache():
-            return torch.cat(
-                [
-                    model(x[:, : t + 1])[:, -1:]
-                    for t in range(prompt, prompt + new_tokens)
-                ],
-                1,
-            )
-
-        def with_cache():
-            caches = [KVCache() for _ in range(layers)]
-            model.step(x[:, :prompt], caches)  # prefill
-            outs = [
-                model.step(x[:, t : t + 1], caches)
-                for t in range(prompt, prompt + new_tokens)
-            ]
-            return torch.cat(outs, 1), caches
-
+        calls[Hkv, False] = partial(_without_cache, model, x, prompt)
+        calls[Hkv, True] = partial(_with_cache, model, x, prompt, layers)
         with torch.inference_mode():
-            ref, (out, caches) = without_cache(), with_cache()  # also the warm-up
-            t_none = statistics.median(time_call(without_cache) for _ in range(repeats))
-            t_cache = statistics.median(time_call(with_cache) for _ in range(repeats))
+            ref, (out, caches) = calls[Hkv, False](), calls[Hkv, True]()
+        checks[Hkv] = ref, out, caches
+    names = {f"{Hkv} {cache}": call for (Hkv, cache), call in calls.items()}
+    with torch.inference_mode():
+        times = interleaved_times(names, repeats, clock=clock)
+    results = []
+    for Hkv in num_kv_heads:
+        ref, out, caches = checks[Hkv]
+        t_none = statistics.median(times[f"{Hkv} False"])
+        t_cache = statistics.median(times[f"{Hkv} True"])
+        speedup = paired_ratio(times[f"{Hkv} False"], times[f"{Hkv} True"])[0]
         results.append(
             {
                 "num_kv_heads": Hkv,
@@ -109,10 +108,25 @@ def decode_speed(
                 "cache_s": t_cache,
                 "no_cache_tok_s": new_tokens / t_none,
                 "cache_tok_s": new_tokens / t_cache,
-                "speedup": t_none / t_cache,
+                "speedup": speedup,
                 "max_diff": float((out - ref).abs().max()),
                 "scale": float(ref.abs().max()),
                 "cache_bytes": sum(c.nbytes for c in caches),
             }
         )
     return results
+
+
+def _without_cache(model: _AttentionStack, x: torch.Tensor, prompt: int):
+    """The outputs at positions ``prompt, ...``: a full causal pass per position."""
+    return torch.cat(
+        [model(x[:, : t + 1])[:, -1:] for t in range(prompt, x.shape[1])], 1
+    )  # (B, new_tokens, E)
+
+
+def _with_cache(model: _AttentionStack, x: torch.Tensor, prompt: int, layers: int):
+    """The same outputs: prefill, then one step per position; and the caches."""
+    caches = [KVCache() for _ in range(layers)]
+    model.step(x[:, :prompt], caches)  # prefill
+    outs = [model.step(x[:, t : t + 1], caches) for t in range(prompt, x.shape[1])]
+    return torch.cat(outs, 1), caches  # (B, new_tokens, E)

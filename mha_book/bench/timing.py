@@ -7,13 +7,20 @@ within each repeat the implementations are timed one after the other in a
 shuffled order (:func:`repeat_orders`), and a ratio is the median of the
 per-repeat ratios (:func:`paired_ratio`), so a slow patch of a shared machine
 moves both sides of a ratio alike.
+
+Two clocks (:data:`CLOCKS`): ``"wall"`` (elapsed time, the benchmark's) and
+``"cpu"`` (the processor time of this process, which the book's pages use):
+on a machine busy with other programs, the wall clock also counts the time a
+call waited for a core, the CPU clock does not. With one torch thread the CPU
+time of a call is the time it ran; with several, the sum over the threads.
 """
 
 from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch.utils import benchmark
@@ -24,7 +31,14 @@ __all__ = [
     "matmul_gflops",
     "repeat_orders",
     "paired_ratio",
+    "interleaved_times",
+    "CLOCKS",
 ]
+
+CLOCKS: dict[str, Callable[[], float]] = {
+    "wall": time.perf_counter,
+    "cpu": time.process_time,  # user + system time of this process
+}
 
 
 def attention_flops(B: int, T: int, S: int, E: int) -> int:
@@ -41,19 +55,33 @@ def attention_flops(B: int, T: int, S: int, E: int) -> int:
     return projections + products
 
 
-def time_call(fn: Callable[[], object], min_run_time: float = 0.0) -> float:
+def _clock(clock: str) -> Callable[[], float]:
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
+    return CLOCKS[clock]
+
+
+def time_call(
+    fn: Callable[[], object], min_run_time: float = 0.0, *, clock: str = "wall"
+) -> float:
     """Seconds per call of ``fn``, timed by :class:`torch.utils.benchmark.Timer`.
 
     With ``min_run_time > 0``: ``blocked_autorange``, the median over blocks of
     calls that together last at least that long. With 0: one call.
     ``Timer`` runs with the threads torch uses now (its own default is 1).
+    ``clock`` is ``"wall"`` or ``"cpu"`` (see :data:`CLOCKS`).
 
     Example:
         >>> time_call(lambda: torch.zeros(8).sum()) > 0
         True
+        >>> time_call(lambda: torch.zeros(8).sum(), clock="cpu") >= 0
+        True
     """
     timer = benchmark.Timer(
-        "fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()
+        "fn()",
+        globals={"fn": fn},
+        num_threads=torch.get_num_threads(),
+        timer=_clock(clock),
     )
     if min_run_time > 0:
         return timer.blocked_autorange(min_run_time=min_run_time).median
@@ -104,3 +132,50 @@ def paired_ratio(
         return ratios[0], ratios[0], ratios[0]
     q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
     return median, q1, q3
+
+
+def interleaved_times(
+    calls: Mapping[str, Callable[[], object]],
+    rounds: int,
+    *,
+    min_run_time: float = 0.0,
+    seed: int = 0,
+    clock: str = "wall",
+) -> dict[str, list[float]]:
+    """Seconds per call of each of ``calls``, timed in interleaved rounds.
+
+    Every call runs once as a warm-up. Then each round times every call once
+    (:func:`time_call`), in a shuffled order (:func:`repeat_orders`), so the
+    variants being compared take turns: a slow patch of a shared machine
+    slows one round of each of them rather than all the rounds of one. Take
+    the median over the rounds (or :func:`paired_ratio` for a ratio), never
+    one round.
+
+    Args:
+        calls: Name -> a function of no arguments; all are timed.
+        rounds: Rounds (at least 1); each gives one time per call.
+        min_run_time: Seconds of calls per timing (see :func:`time_call`);
+            0 times a single call.
+        seed: Seed of the shuffled orders.
+        clock: ``"wall"`` or ``"cpu"`` (see :data:`CLOCKS`).
+
+    Returns:
+        Name -> ``rounds`` times in seconds, in the order of the rounds.
+
+    Example:
+        >>> times = interleaved_times({"a": lambda: 1, "b": lambda: 2}, rounds=3)
+        >>> {name: len(t) for name, t in times.items()}
+        {'a': 3, 'b': 3}
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
+    if not calls:
+        raise ValueError("calls must name at least one function, got none")
+    _clock(clock)
+    for fn in calls.values():
+        fn()  # warm-up: code paths, allocations, thread pools
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for order in repeat_orders(list(calls), rounds, seed):
+        for name in order:
+            times[name].append(time_call(calls[name], min_run_time, clock=clock))
+    return times
