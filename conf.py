@@ -66,6 +66,11 @@ nb_merge_streams = True
 # The toggle of a cell tagged hide-input, in the page's language.
 nb_code_prompt_show = {"zh": "显示代码", "en": "Show code"}[LANG]
 nb_code_prompt_hide = {"zh": "隐藏代码", "en": "Hide code"}[LANG]
+# The hint beside a collapsed solution's button. sphinx-togglebutton reads its
+# own catalogue before the language is known, so every edition would say
+# "Click to show".
+togglebutton_hint = {"zh": "点击显示", "en": "Click to show"}[LANG]
+togglebutton_hint_hide = {"zh": "点击隐藏", "en": "Click to hide"}[LANG]
 
 # --- citations: one .bib for both editions; docs/<lang>/references.md lists them
 bibtex_bibfiles = ["docs/references.bib"]  # relative to this file

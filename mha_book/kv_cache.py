@@ -122,7 +122,9 @@ class KVCache:
         self.keys = self.values = None
 
     def __repr__(self) -> str:
-        shape = "empty" if self.keys is None else f"keys {fmt_shape(self.keys.shape)}"
+        shape = (
+            "empty" if self.keys is None else f"keys.shape={fmt_shape(self.keys.shape)}"
+        )
         return f"KVCache(seq_len={self.seq_len}, {shape})"
 
 

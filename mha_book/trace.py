@@ -19,10 +19,25 @@ import torch
 
 from mha_book._checks import fmt_shape
 from mha_book.attention import scaled_dot_product_attention
+from mha_book.book import display_width, pad_cols, pick
 from mha_book.heads import merge_heads, repeat_kv, split_heads
 from mha_book.module import MultiHeadAttention
 
 __all__ = ["ShapeTrace", "trace_shapes"]
+
+# How the zh book prints the stages named by a word (the keys stay English:
+# trace["scores"]); a stage named after the module's code (q_proj, q_heads)
+# keeps its name.
+ZH_STAGE_NAMES = {
+    "query": "查询",
+    "key": "键",
+    "value": "值",
+    "scores": "分数",
+    "weights": "权重",
+    "context": "上下文",
+    "merged": "合并",
+    "output": "输出",
+}
 
 
 class ShapeTrace:
@@ -73,12 +88,16 @@ class ShapeTrace:
         return [(name, sym, fmt_shape(shape)) for name, sym, shape in self.rows]
 
     def __str__(self) -> str:
-        header = ("stage", "symbolic", "shape")
-        cells = self._cells()
-        widths = [max(len(r[i]) for r in [header, *cells]) for i in range(3)]
+        """The table, in the book's language (:func:`mha_book.book.pick`)."""
+        header = pick(("阶段", "符号形状", "形状"), ("stage", "symbolic", "shape"))
+        cells = [
+            (pick(ZH_STAGE_NAMES.get(name, name), name), sym, shape)
+            for name, sym, shape in self._cells()
+        ]
+        widths = [max(display_width(r[i]) for r in [header, *cells]) for i in range(3)]
         lines = [header, tuple("-" * w for w in widths), *cells]
         return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
+            "  ".join(pad_cols(c, w) for c, w in zip(line, widths)).rstrip()
             for line in lines
         )
 

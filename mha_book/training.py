@@ -22,6 +22,7 @@ import torch
 
 from mha_book._checks import check_positive_int
 from mha_book.artifacts import cached
+from mha_book.book import pad_cols, pick
 from mha_book.charlm import CharTokenizer, evaluate, get_batch, lm_loss
 from mha_book.decoder import CausalDecoder
 
@@ -75,7 +76,8 @@ class TrainHistory:
         One row per ``every`` steps (default: one row per validation step, or a
         single row for the last step when there was no validation). A row gives
         the step, the mean training loss over the steps since the previous row,
-        and the validation loss measured at that step (blank if none was).
+        and the validation loss measured at that step (blank if none was). The
+        header is in the book's language (:func:`mha_book.book.pick`).
 
         Args:
             every: Steps between rows (None: the validation steps).
@@ -105,7 +107,10 @@ class TrainHistory:
         else:
             rows = [step for step in self.val_steps if step <= n] or [n]
         val = dict(zip(self.val_steps, self.val_loss))
-        lines = [f"{'step':>5}  {'train_loss':>10}  {'val_loss':>8}"]
+        header = pick(
+            ("步数", "训练损失", "验证损失"), ("step", "train_loss", "val_loss")
+        )
+        lines = ["  ".join(pad_cols(h, w, ">") for h, w in zip(header, (5, 10, 8)))]
         previous = 0
         for step in rows:
             window = self.train_loss[previous:step]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from mha_book import checkpoint, corpus
+from mha_book.book import display_width
 from mha_book.charlm import (
     CharTokenizer,
     evaluate,
@@ -155,6 +156,19 @@ def test_summary_is_one_row_per_validation_step(tokenizer):
     assert len(no_val.summary().splitlines()) == 2  # a single row, for the last step
     with pytest.raises(ValueError, match="empty"):
         TrainHistory().summary()
+
+
+def test_the_loss_table_speaks_the_book_language(monkeypatch):
+    h = TrainHistory([4.0, 3.0, 2.0, 1.0], val_steps=[2, 4], val_loss=[3.25, 1.5])
+    monkeypatch.setenv("MHA_BOOK_LANG", "zh")
+    zh = h.summary().splitlines()
+    monkeypatch.setenv("MHA_BOOK_LANG", "en")
+    en = h.summary().splitlines()
+    assert zh[0].split() == ["步数", "训练损失", "验证损失"]
+    assert en[0].split() == ["step", "train_loss", "val_loss"]
+    assert zh[1:] == en[1:]  # the same numbers
+    # a Chinese character takes two columns: the headers end where the numbers do
+    assert display_width(zh[0]) == display_width(en[0]) == len(en[1])
 
 
 def test_sampling_is_seeded_and_respects_the_prompt(tokenizer):

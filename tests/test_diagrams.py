@@ -19,13 +19,14 @@ from mha_book.diagrams import (
     mask_broadcast,
     mha_data_flow,
     online_softmax_tiles,
+    parallel_heads,
     rotary_rotation,
     torch_is_causal_mask,
 )
 from mha_book.heads import merge_heads, split_heads
 from mha_book.masks import causal_mask, padding_mask
 from mha_book.module import MultiHeadAttention
-from mha_book.plot import smallest_text_pt
+from mha_book.plot import figure_layout, smallest_text_pt
 from mha_book.trace import trace_shapes
 
 F64 = torch.float64
@@ -64,6 +65,7 @@ def test_the_sharing_diagram_follows_repeat_kv():
         3: [0, 0, 1, 1, 2, 2],
         2: [0, 0, 0, 1, 1, 1],
         1: [0] * 6,
+        "layout": {"rows": 4, "columns": 1, "direction": None},
     }
     assert smallest_text_pt(fig) >= 10
     with pytest.raises(ValueError, match="num_kv_heads must divide num_heads = 6"):
@@ -74,8 +76,8 @@ def test_the_cache_diagram_records_the_shapes_of_real_decoding():
     from mha_book.module import MultiHeadAttention
 
     mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
-    fig, shapes = kv_cache_growth(mha, torch.randn(3, 5, 16))
-    assert shapes == [(3, 2, t + 1, 4) for t in range(5)]
+    fig, growth = kv_cache_growth(mha, torch.randn(3, 5, 16))
+    assert growth["shapes"] == [(3, 2, t + 1, 4) for t in range(5)]
     assert smallest_text_pt(fig) >= 10
 
 
@@ -84,8 +86,9 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
     monkeypatch.setenv(LANG_ENV_VAR, lang)
     mha = MultiHeadAttention(16, 4).eval()
     x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
-    fig, shapes = mha_data_flow(mha, x, memory)
-    assert shapes == trace_shapes(mha, x, memory).as_dict()
+    fig, facts = mha_data_flow(mha, x, memory)
+    assert facts["shapes"] == trace_shapes(mha, x, memory).as_dict()
+    assert facts["layout"] == {"rows": 5, "columns": 1, "direction": "top-to-bottom"}
     drawn = texts(fig)
     assert "q: (2, 5, 16)   k, v: (2, 7, 16)" in drawn  # T != S: drawn apart
     assert "scores, weights: (2, 4, 5, 7)" in drawn
@@ -96,7 +99,8 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
 
 def test_the_data_flow_draws_the_heads_of_a_grouped_module():
     mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
-    fig, shapes = mha_data_flow(mha, torch.randn(1, 3, 16))
+    fig, facts = mha_data_flow(mha, torch.randn(1, 3, 16))
+    shapes = facts["shapes"]
     assert shapes["q_heads"] == (1, 4, 3, 4) and shapes["k_heads"] == (1, 2, 3, 4)
     assert "q: (1, 4, 3, 4)   k, v: (1, 2, 3, 4)" in texts(fig)
 
@@ -341,7 +345,9 @@ def test_the_kernel_table_records_what_the_module_ran(monkeypatch, lang):
     before = dict(ATTENTION_KERNELS)
     fig, runs = kernel_choice(4)
     assert ATTENTION_KERNELS == before  # every kernel put back
-    assert set(runs) == {(k, w) for k in [None, *before] for w in (True, False)}
+    kernels = [None, *before]
+    assert set(runs) == {(k, w) for k in kernels for w in (True, False)} | {"layout"}
+    assert runs["layout"] == {"rows": 1, "columns": 1, "direction": None}  # a table
     assert runs[(None, True)] == {
         "ran": "explicit",
         "weights": (1, 2, 4, 4),
@@ -393,3 +399,169 @@ def test_the_alibi_diagram_draws_every_heads_real_bias(monkeypatch):
     assert len(titles) == 6
     with pytest.raises(ValueError, match="H <= 16"):
         alibi_heads(17)
+
+
+def _layers():
+    from mha_book.layers import DecoderLayer, EncoderLayer
+
+    return EncoderLayer(8, 2, 16).eval(), DecoderLayer(8, 2, 16).eval()
+
+
+# Every diagram, called small: name -> a call returning (figure, facts).
+DIAGRAMS = {
+    "attention_matrices": lambda: attention_matrices(*torch.randn(3, 3, 2)),
+    "mha_data_flow": lambda: mha_data_flow(
+        MultiHeadAttention(8, 2), torch.randn(1, 3, 8)
+    ),
+    "parallel_heads": lambda: parallel_heads(
+        MultiHeadAttention(8, 2).eval(), torch.randn(1, 3, 8)
+    ),
+    "head_split_layout": lambda: head_split_layout(torch.randn(1, 3, 4), 2),
+    "mask_broadcast": lambda: mask_broadcast([3, 2], 3),
+    "attention_patterns": lambda: attention_patterns(
+        *_layers(), torch.randn(1, 3, 8), torch.randn(1, 2, 8)
+    ),
+    "kernel_choice": lambda: kernel_choice(),
+    "online_softmax_tiles": lambda: online_softmax_tiles(
+        *torch.randn(3, 4, 2), block_size=2
+    ),
+    "causal_alignment": lambda: causal_alignment(3, 5),
+    "kv_head_sharing": lambda: kv_head_sharing(4, (4, 2, 1)),
+    "kv_cache_growth": lambda: kv_cache_growth(
+        MultiHeadAttention(8, 2).eval(), torch.randn(1, 3, 8)
+    ),
+    "rotary_rotation": lambda: rotary_rotation(head_dim=8, pairs=(0, 1, 2)),
+    "alibi_heads": lambda: alibi_heads(3, 4),
+}
+
+
+def test_every_diagram_is_in_the_list_of_diagrams():
+    import mha_book.diagrams as diagrams
+
+    drawing = {
+        name
+        for name in diagrams.__all__
+        if name not in ("torch_is_causal_mask", "head_columns")  # no figure
+    }
+    assert drawing == set(DIAGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_every_diagram_states_the_layout_it_drew(name):
+    fig, facts = DIAGRAMS[name]()
+    layout = facts["layout"]
+    assert layout == figure_layout(fig)  # what figure_png writes into the PNG
+    assert set(layout) == {"rows", "columns", "direction"}
+    panels = [ax for ax in fig.axes if getattr(ax, "_colorbar", None) is None]
+    if len(panels) > 1:  # drawn one panel an Axes: the Axes must agree
+        measured = figure_layout(fig, recorded=False)
+        assert (measured["rows"], measured["columns"]) == (
+            layout["rows"],
+            layout["columns"],
+        )
+
+
+def test_a_recorded_layout_that_disagrees_with_the_axes_is_caught():
+    from mha_book.plot import record_layout
+
+    fig, facts = causal_alignment(3, 5)  # two panels, one above the other
+    record_layout(fig, rows=1, columns=2)  # as if they stood side by side
+    measured = figure_layout(fig, recorded=False)
+    assert (measured["rows"], measured["columns"]) == (2, 1) != (1, 2)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_parallel_heads_are_the_modules_own(monkeypatch, lang):
+    from mha_book.attention import scaled_dot_product_attention
+
+    monkeypatch.setenv(LANG_ENV_VAR, lang)
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4).eval()
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)  # T != S
+    fig, facts = parallel_heads(mha, x, memory)
+    assert facts["num_heads"] == mha.num_heads == 4
+    assert facts["head_dim"] == mha.head_dim == 8
+    assert facts["columns"] == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    with torch.no_grad():
+        output, _ = mha(x, memory, memory, need_weights=False)
+        q, k, v = mha.q_proj(x), mha.k_proj(memory), mha.v_proj(memory)
+        heads = split_heads(q, 4), split_heads(k, 4), split_heads(v, 4)
+        context, _ = scaled_dot_product_attention(*heads)  # (B, H, T, D)
+        assert torch.allclose(mha.out_proj(facts["concat"]), output, atol=1e-6)
+    assert torch.equal(facts["output"], output)
+    assert torch.allclose(facts["concat"], merge_heads(context), atol=1e-6)
+    for h, (a, b) in enumerate(facts["columns"]):  # head h: its columns, alone
+        alone, _ = scaled_dot_product_attention(q[..., a:b], k[..., a:b], v[..., a:b])
+        assert torch.allclose(facts["heads"][:, h], alone.detach())
+        assert torch.allclose(facts["concat"][..., a:b], alone.detach(), atol=1e-6)
+    assert facts["shapes"]["head_k"] == (2, 7, 8)
+    assert facts["layout"] == {"rows": 5, "columns": 4, "direction": "top-to-bottom"}
+    drawn = texts(fig)
+    assert "out_proj (Wᴼ)" in drawn and "k, v: (2, 7, 8)" in drawn
+    assert "\n".join(["0", "8", "16", "24", "32"]) in drawn  # the columns' edges
+    assert ("拼接" in drawn) == (lang == "zh") and ("concat" in drawn) == (lang == "en")
+    assert smallest_text_pt(fig) >= 10
+    # the PNG is cut to what is drawn, plus 0.1 in a side: at most 5 in, as the others
+    assert fig.get_tightbbox().width <= 4.8
+
+
+def test_the_parallel_heads_fit_a_phone_with_eight_heads():
+    mha = MultiHeadAttention(512, 8).eval()
+    fig, _ = parallel_heads(mha, torch.randn(2, 10, 512), torch.randn(2, 7, 512))
+    fig.draw_without_rendering()
+    assert fig.get_tightbbox().width <= 4.8 and smallest_text_pt(fig) >= 10
+
+
+def test_the_parallel_heads_follow_a_sequence_first_module():
+    mha = MultiHeadAttention(16, 2, batch_first=False).eval()
+    x = torch.randn(5, 3, 16)  # (T, B, E)
+    _, facts = parallel_heads(mha, x)
+    with torch.no_grad():
+        expected, _ = mha(x, x, x, need_weights=False)
+    assert torch.equal(facts["output"], expected.transpose(0, 1))  # (B, T, E)
+    assert facts["heads"].shape == (3, 2, 5, 8)
+    assert torch.allclose(facts["heads"][:, 1], facts["concat"][..., 8:], atol=1e-6)
+
+
+def test_the_parallel_heads_name_their_bad_arguments():
+    from mha_book.rope import RotaryEmbedding
+
+    x = torch.randn(1, 3, 16)
+    with pytest.raises(TypeError, match="module must be a mha_book.MultiHeadAttention"):
+        parallel_heads(torch.nn.Linear(16, 16), x)
+    with pytest.raises(
+        ValueError, match=r"num_kv_heads = num_heads .*num_kv_heads = 1"
+    ):
+        parallel_heads(MultiHeadAttention(16, 2, num_kv_heads=1), x)
+    with pytest.raises(ValueError, match="at most 8 heads.*num_heads = 16"):
+        parallel_heads(MultiHeadAttention(16, 16), x)
+    with pytest.raises(ValueError, match="no rope"):
+        parallel_heads(MultiHeadAttention(16, 2, rope=RotaryEmbedding(8)), x)
+    with pytest.raises(ValueError, match="eval mode or no dropout.*training = True"):
+        parallel_heads(MultiHeadAttention(16, 2, dropout=0.1), x)
+    with pytest.raises(ValueError, match="query"):
+        parallel_heads(MultiHeadAttention(16, 2), torch.randn(1, 3, 8))
+
+
+def test_the_pages_check_of_the_heads_fails_on_the_wrong_columns():
+    """Chapter 03 checks each head's columns against out_proj's input: it can fail."""
+    from mha_book.attention import scaled_dot_product_attention
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(1, 4, 16)
+    _, facts = parallel_heads(mha, x)
+    with torch.no_grad():
+        projected = mha.q_proj(x), mha.k_proj(x), mha.v_proj(x)
+
+        def head(start, stop):
+            return scaled_dot_product_attention(
+                *(t[..., start:stop] for t in projected)
+            )
+
+        (a0, b0), (a1, b1) = facts["columns"]
+        assert torch.allclose(head(a0, b0)[0], facts["concat"][..., a0:b0], atol=1e-6)
+        shifted = head(a0 + 1, b0 + 1)[0]  # one column off: another head's feature
+        assert not torch.allclose(shifted, facts["concat"][..., a0:b0], atol=1e-5)
+        swapped = head(a1, b1)[0]  # head 1's columns in head 0's place
+        assert not torch.allclose(swapped, facts["concat"][..., a0:b0], atol=1e-5)

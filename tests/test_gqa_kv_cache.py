@@ -297,7 +297,7 @@ def test_cache_appends_and_counts_bytes():
         v, torch.cat([v1, v2], 2)
     )
     assert cache.seq_len == 5 and cache.nbytes == (2 * 3 * 5 * 5 + 2 * 3 * 5 * 6) * 4
-    assert repr(cache) == "KVCache(seq_len=5, keys (2, 3, 5, 5))"
+    assert repr(cache) == "KVCache(seq_len=5, keys.shape=(2, 3, 5, 5))"
     cache.reset()
     assert cache.seq_len == 0 and cache.keys is None
 

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from mha_book.book import display_width
 from mha_book.masks import causal_mask
 from mha_book.module import MultiHeadAttention
 from mha_book.trace import ShapeTrace, trace_shapes
@@ -92,6 +93,17 @@ def test_text_and_markdown():
     md = tr.to_markdown().splitlines()
     assert md[0] == "| stage | symbolic | shape |" and md[1] == "|---|---|---|"
     assert "| scores | `(B, H, T, S)` | `(1, 2, 3, 3)` |" in md
+
+
+def test_text_in_the_zh_book(monkeypatch):
+    monkeypatch.setenv("MHA_BOOK_LANG", "zh")
+    tr = trace_shapes(MultiHeadAttention(8, 2), torch.randn(1, 3, 8))
+    lines = str(tr).splitlines()
+    assert lines[0].split() == ["阶段", "符号形状", "形状"]
+    assert [line.split()[0] for line in lines[2:5]] == ["查询", "键", "值"]
+    assert "q_proj" in lines[5] and tr.stages[0] == "query"  # the keys stay English
+    # a Chinese character takes two columns: the symbolic column stays aligned
+    assert len({display_width(line[: line.index("(")]) for line in lines[2:]}) == 1
 
 
 def test_unknown_stage():

@@ -308,6 +308,23 @@ def _localise_header_buttons(app, pagename, templatename, context, doctree):
 
 
 # --- accessibility -------------------------------------------------------------
+def _visit_collapsed_cell(self, node):
+    """myst-nb's collapsed cell (hide-input), without its English ``aria-label``.
+
+    myst-nb labels the ``<summary>`` of every collapsed cell "Toggle hidden
+    content", whatever the page's language; unlabelled, a screen reader names
+    it by the words it shows (``nb_code_prompt_show``: 显示代码, Show code).
+    """
+    from myst_nb.sphinx_ import visit_HideCellInput
+
+    start = len(self.body)
+    visit_HideCellInput(self, node)
+    self.body[start:] = [
+        part.replace(' aria-label="Toggle hidden content"', "")
+        for part in self.body[start:]
+    ]
+
+
 def _citation_roles(app, pagename, templatename, context, doctree):
     """Give bibliography entries a role their list may own.
 
@@ -491,5 +508,12 @@ def setup(app):
     app.connect("html-page-context", _offer_book_pdf, priority=901)
     app.connect("html-page-context", _load_explorer)
     app.connect("html-page-context", _citation_roles)
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    app.add_node(
+        HideCodeCellNode,
+        override=True,
+        html=(_visit_collapsed_cell, depart_HideCellInput),
+    )
     app.connect("build-finished", _write_exec_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -18,14 +18,10 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const link of document.querySelectorAll(".solution > .admonition-title a")) {
     link.replaceWith(...link.childNodes);
   }
-  // Screen readers name the collapsed cells and the solutions' toggle buttons
-  // in the page's language: myst-nb and sphinx-togglebutton label both
-  // "Toggle hidden content" in every edition. A collapsed cell's summary is
-  // named by its visible words ("Show code", 显示代码); a solution's button by
-  // the solution's title.
-  for (const summary of document.querySelectorAll("details.hide > summary[aria-label]")) {
-    summary.removeAttribute("aria-label");
-  }
+  // Screen readers name the solutions' toggle buttons in the page's language:
+  // sphinx-togglebutton labels them "Toggle hidden content" in every edition.
+  // A button is named by the solution's title. (A collapsed cell's summary has
+  // no such label: book_build drops myst-nb's, so its visible words name it.)
   for (const button of document.querySelectorAll(".admonition-title > button.toggle-button")) {
     const title = button.parentElement.textContent.trim();
     button.setAttribute("aria-label", (zh ? "展开或收起：" : "Show or hide: ") + title);

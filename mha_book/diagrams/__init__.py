@@ -2,7 +2,9 @@
 
 Each function computes what it shows with the code the book teaches (or with
 PyTorch itself), draws it with :func:`mha_book.plot.new_figure`, and returns
-``(figure, facts)``: the numbers it drew, so that a page can assert them.
+``(figure, facts)``: the numbers it drew, so that a page can assert them,
+and ``facts["layout"]``, its rows and columns of panels and its direction of
+flow (:func:`mha_book.plot.figure_layout`), which the alt text must match.
 Labels follow the book's language (:func:`mha_book.book.pick`). One module
 per idea; the chapter that teaches the idea draws it:
 
@@ -16,6 +18,10 @@ per idea; the chapter that teaches the idea draws it:
   :func:`~mha_book.trace.trace_shapes` records; :func:`head_split_layout`,
   the storage offsets and strides of a tiny tensor through ``split_heads`` and
   ``merge_heads``.
+- :mod:`~mha_book.diagrams.parallel` (chapter 03): :func:`parallel_heads`,
+  the heads side by side, each attending on its own columns of the
+  projections, then concatenated and projected by ``out_proj`` (Vaswani et
+  al.'s Figure 2), from a real module's forward pass.
 - :mod:`~mha_book.diagrams.masks` (chapter 05): :func:`mask_broadcast`, a
   padding mask and a causal mask broadcast to the scores and combined with ``&``.
 - :mod:`~mha_book.diagrams.scores` (chapter 02): :func:`attention_matrices`,
@@ -40,6 +46,7 @@ from mha_book.diagrams.decoding import (
     torch_is_causal_mask,
 )
 from mha_book.diagrams.masks import mask_broadcast
+from mha_book.diagrams.parallel import head_columns, parallel_heads
 from mha_book.diagrams.patterns import attention_patterns
 from mha_book.diagrams.positions import alibi_heads, rotary_rotation
 from mha_book.diagrams.registry import kernel_choice
@@ -54,6 +61,8 @@ __all__ = [
     "kv_cache_growth",
     "mha_data_flow",
     "head_split_layout",
+    "head_columns",
+    "parallel_heads",
     "mask_broadcast",
     "attention_matrices",
     "attention_patterns",

@@ -16,7 +16,7 @@ from mha_book.diagrams._draw import draw_bool_grid
 from mha_book.heads import repeat_kv
 from mha_book.kv_cache import KVCache
 from mha_book.masks import causal_mask
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -51,13 +51,14 @@ def torch_is_causal_mask(T: int, S: int) -> torch.Tensor:
     return weights[0, 0] > 0  # (T, S)
 
 
-def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Tensor]]:
+def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, object]]:
     """Top-left against bottom-right causal masks for T queries and S keys.
 
     Returns the figure and ``{"top_left": ..., "bottom_right": ...}``, the
-    two ``(T, S)`` bool masks drawn (True = may attend). The top panel numbers
-    its queries 0 to T - 1; the bottom one by their positions S - T to S - 1,
-    the positions a KV cache gives them.
+    two ``(T, S)`` bool masks drawn (True = may attend), with ``"layout"``,
+    the two panels one above the other (:func:`~mha_book.plot.figure_layout`).
+    The top panel numbers its queries 0 to T - 1; the bottom one by their
+    positions S - T to S - 1, the positions a KV cache gives them.
 
     Example:
         >>> fig, masks = causal_alignment(3, 7)
@@ -84,23 +85,27 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, torch.Te
     bottom = axes[1]  # its queries are the last T positions: label them so
     bottom.set_yticks(range(T), [str(S - T + i) for i in range(T)], fontsize=10)
     bottom.set_ylabel(pick("查询位置", "query position"), fontsize=10)
-    return fig, masks
+    return fig, {**masks, "layout": record_layout(fig, rows=len(masks), columns=1)}
 
 
 def kv_head_sharing(
     num_heads: int = 8, num_kv_heads: Sequence[int] = (8, 2, 1)
-) -> tuple[Figure, dict[int, list[int]]]:
+) -> tuple[Figure, dict[int | str, object]]:
     """Lines from each query head to the key/value head it reads.
 
     The mapping is computed by :func:`~mha_book.heads.repeat_kv` on the kv
     heads' own indices, the code the module runs before attending.
 
-    Returns the figure and ``{num_kv_heads: [kv head of query head 0, 1, ...]}``.
+    Returns the figure and ``{num_kv_heads: [kv head of query head 0, 1, ...]}``
+    for each count drawn, and ``"layout"``: one row of heads per count
+    (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> fig, reads = kv_head_sharing(4, (4, 2, 1))
-        >>> reads
-        {4: [0, 1, 2, 3], 2: [0, 0, 1, 1], 1: [0, 0, 0, 0]}
+        >>> reads[4], reads[2], reads[1]
+        ([0, 1, 2, 3], [0, 0, 1, 1], [0, 0, 0, 0])
+        >>> reads["layout"]
+        {'rows': 3, 'columns': 1, 'direction': None}
     """
     H = check_positive_int(num_heads, "num_heads")
     reads = {}
@@ -149,10 +154,11 @@ def kv_head_sharing(
         ax.set_xlim(-0.7, H - 0.3)
         ax.set_ylim(-0.45, 1.45)
         ax.set_axis_off()
+    reads["layout"] = record_layout(fig, rows=len(axes), columns=1)
     return fig, reads
 
 
-def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, list[tuple[int, ...]]]:
+def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]:
     """Decode ``x`` one token at a time and draw the cache after every step.
 
     Runs ``module.forward_step`` on each token of ``x`` with a fresh
@@ -165,13 +171,15 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, list[tuple[int, ..
         x: The tokens, ``(B, T, E)`` (batch first).
 
     Returns:
-        The figure and the T recorded key shapes ``(B, Hkv, t + 1, D)``.
+        The figure and a dict: ``"shapes"``, the T recorded key shapes
+        ``(B, Hkv, t + 1, D)``, and ``"layout"``, one chart
+        (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> from mha_book.module import MultiHeadAttention
         >>> mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
-        >>> fig, shapes = kv_cache_growth(mha, torch.randn(1, 3, 16))
-        >>> shapes
+        >>> fig, growth = kv_cache_growth(mha, torch.randn(1, 3, 16))
+        >>> growth["shapes"]
         [(1, 2, 1, 4), (1, 2, 2, 4), (1, 2, 3, 4)]
     """
     from matplotlib.patches import Rectangle
@@ -213,4 +221,4 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, list[tuple[int, ..
     )
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    return fig, shapes
+    return fig, {"shapes": shapes, "layout": record_layout(fig, rows=1, columns=1)}

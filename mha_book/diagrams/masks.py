@@ -16,7 +16,7 @@ from mha_book._checks import check_positive_int, fmt_shape
 from mha_book.book import pick
 from mha_book.diagrams._draw import draw_bool_grid
 from mha_book.masks import causal_mask, padding_mask
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -48,7 +48,8 @@ def mask_broadcast(
         The figure and a dict: ``"shapes"``, the shapes of ``"padding"``,
         ``"causal"``, ``"combined"`` and ``"scores"`` (the
         :func:`torch.broadcast_shapes` of the three masks and ``(B, H, T, S)``),
-        and ``"mask"``, the combined mask.
+        ``"mask"``, the combined mask, and ``"layout"``, one row of three
+        grids per sequence (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> fig, facts = mask_broadcast([3, 2], 3, num_heads=4)
@@ -56,6 +57,8 @@ def mask_broadcast(
         ((2, 1, 1, 3), (3, 3))
         >>> facts["shapes"]["combined"], facts["shapes"]["scores"]
         ((2, 1, 3, 3), (2, 4, 3, 3))
+        >>> facts["layout"]
+        {'rows': 2, 'columns': 3, 'direction': None}
         >>> facts["mask"][1, 0].int()
         tensor([[1, 0, 0],
                 [1, 1, 0],
@@ -99,4 +102,5 @@ def mask_broadcast(
         ),
         fontsize=10,
     )
-    return fig, {"shapes": shapes, "mask": combined}
+    layout = record_layout(fig, rows=B, columns=len(masks))
+    return fig, {"shapes": shapes, "mask": combined, "layout": layout}

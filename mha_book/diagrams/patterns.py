@@ -16,7 +16,7 @@ import torch
 
 from mha_book._checks import check_rank, check_tensor, fmt_shape
 from mha_book.book import pick
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -49,7 +49,7 @@ def _check_layers(encoder, decoder, src, tgt) -> None:
 
 def attention_patterns(
     encoder, decoder, src: torch.Tensor, tgt: torch.Tensor, src_mask=None
-) -> tuple[Figure, dict[str, torch.Tensor]]:
+) -> tuple[Figure, dict[str, object]]:
     """Lines from each query position to the key positions it attends.
 
     Runs ``encoder(src, src_mask)`` and ``decoder(tgt, memory, memory_mask=
@@ -62,7 +62,8 @@ def attention_patterns(
         - src_mask: broadcastable to ``(1, H, S, S)`` and ``(1, H, T, S)``,
           e.g. ``padding_mask(lengths, S)``
         - facts: ``{"encoder_self": (S, S), "decoder_self": (T, T),
-          "cross": (T, S)}`` bool tensors, True = attended
+          "cross": (T, S)}`` bool tensors, True = attended; and ``"layout"``,
+          the three panels stacked (:func:`~mha_book.plot.figure_layout`)
 
     Example:
         >>> from mha_book.layers import DecoderLayer, EncoderLayer
@@ -70,7 +71,7 @@ def attention_patterns(
         >>> enc, dec = EncoderLayer(8, 2, 16).eval(), DecoderLayer(8, 2, 16).eval()
         >>> src, tgt = torch.randn(1, 3, 8), torch.randn(1, 2, 8)
         >>> fig, seen = attention_patterns(enc, dec, src, tgt, padding_mask([2], 3))
-        >>> {kind: tuple(m.shape) for kind, m in seen.items()}
+        >>> {kind: tuple(seen[kind].shape) for kind in KINDS}
         {'encoder_self': (3, 3), 'decoder_self': (2, 2), 'cross': (2, 3)}
         >>> seen["cross"].int()
         tensor([[1, 1, 0],
@@ -83,6 +84,7 @@ def attention_patterns(
     weights = dict(zip(KINDS, (enc_w, self_w, cross_w)))  # (1, H, T|S, T|S)
     seen = {kind: (w[0] != 0).any(dim=0) for kind, w in weights.items()}  # (T, S)
     fig = _draw(seen)
+    seen["layout"] = record_layout(fig, rows=len(KINDS), columns=1)
     return fig, seen
 
 

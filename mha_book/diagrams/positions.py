@@ -15,7 +15,7 @@ import torch
 from mha_book._checks import check_positive_int
 from mha_book.alibi import alibi_bias, alibi_slopes
 from mha_book.book import pick
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 from mha_book.rope import apply_rotary, rotary_frequencies
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,11 +44,13 @@ def rotary_rotation(
     Shape:
         - facts["angles"]: ``(positions, len(pairs))`` radians in ``[0, 2π)``
         - facts["theta"]: ``(len(pairs),)``, the pairs' frequencies
+        - facts["layout"]: one row of ``len(pairs)`` panels
 
     Returns:
         The figure and a dict: ``"angles"`` measured from the rotated vectors,
-        ``"theta"`` from :func:`~mha_book.rope.rotary_frequencies` and
-        ``"norms"``, the length of every drawn arrow.
+        ``"theta"`` from :func:`~mha_book.rope.rotary_frequencies`,
+        ``"norms"``, the length of every drawn arrow, and ``"layout"``
+        (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> fig, facts = rotary_rotation(head_dim=8, positions=3, pairs=(0,))
@@ -105,7 +107,8 @@ def rotary_rotation(
         label = pick("特征对", "pair")
         ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}", fontsize=9)
     norms = torch.sqrt(x**2 + y**2)  # (T, P): a rotation keeps lengths
-    return fig, {"angles": angles, "theta": theta, "norms": norms}
+    layout = record_layout(fig, rows=1, columns=len(cols))
+    return fig, {"angles": angles, "theta": theta, "norms": norms, "layout": layout}
 
 
 def _unit_circle():
@@ -128,9 +131,11 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
     Shape:
         - facts["bias"]: ``(H, T, T)``, from :func:`~mha_book.alibi.alibi_bias`
         - facts["slopes"]: ``(H,)``, from :func:`~mha_book.alibi.alibi_slopes`
+        - facts["layout"]: ``ceil(H / 2)`` rows of at most two heads
 
     Returns:
-        The figure and a dict with ``"bias"`` and ``"slopes"``.
+        The figure and a dict with ``"bias"``, ``"slopes"`` and ``"layout"``
+        (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> fig, facts = alibi_heads(4, 5)
@@ -172,4 +177,5 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
     bar.ax.tick_params(labelsize=9)
     fig.supxlabel(pick("键的位置 j", "key position j"), fontsize=9)
     fig.supylabel(pick("查询的位置 i", "query position i"), fontsize=9)
-    return fig, {"bias": bias, "slopes": slopes}
+    layout = record_layout(fig, rows=rows, columns=cols)
+    return fig, {"bias": bias, "slopes": slopes, "layout": layout}

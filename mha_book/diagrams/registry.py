@@ -20,7 +20,7 @@ from mha_book._checks import check_positive_int
 from mha_book.book import pick
 from mha_book.kernels import ATTENTION_KERNELS
 from mha_book.module import MultiHeadAttention
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -55,7 +55,7 @@ def _run(kernel: str | None, need_weights: bool, x: torch.Tensor) -> dict:
 
 def kernel_choice(
     tokens: int = 3,
-) -> tuple[Figure, dict[tuple[str | None, bool], dict]]:
+) -> tuple[Figure, dict[tuple[str | None, bool] | str, dict]]:
     """A table of the kernel that ran for each ``kernel=`` and ``need_weights``.
 
     Rows: ``kernel=None`` (the default) and every name in
@@ -67,7 +67,8 @@ def kernel_choice(
         - the input: ``(B, T, E) = (1, tokens, 8)``, self-attention, 2 heads
         - facts: ``{(kernel, need_weights): {"ran", "weights", "error"}}``
           with the kernel that ran, the weights' shape ``(B, H, T, S)`` or
-          None, and the ``ValueError`` message or None
+          None, and the ``ValueError`` message or None; and ``"layout"``, one
+          panel, the table (:func:`~mha_book.plot.figure_layout`)
 
     Example:
         >>> fig, runs = kernel_choice()
@@ -75,12 +76,16 @@ def kernel_choice(
         ('explicit', 'fused')
         >>> runs[(None, True)]["weights"]
         (1, 2, 3, 3)
+        >>> runs["layout"]
+        {'rows': 1, 'columns': 1, 'direction': None}
     """
     T = check_positive_int(tokens, "tokens")
     x = torch.randn(1, T, 8)  # (B, T, E)
     names = [None, *sorted(ATTENTION_KERNELS)]
     runs = {(k, w): _run(k, w, x) for k in names for w in (True, False)}
-    return _draw(runs, names), runs
+    fig = _draw(runs, names)
+    runs["layout"] = record_layout(fig, rows=1, columns=1)  # one table
+    return fig, runs
 
 
 def _draw(runs: dict, names: list) -> Figure:

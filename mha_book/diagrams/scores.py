@@ -20,7 +20,7 @@ from mha_book._checks import check_rank, fmt_shape
 from mha_book.attention import _check_qkv, scaled_dot_product_attention
 from mha_book.book import pick
 from mha_book.diagrams._draw import draw_number_grid
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -32,11 +32,17 @@ MAX_SIZE = 4
 #: Width, height of one number's cell in data units: wide enough that a 10 pt
 #: "-1.33" keeps a visible gap to its neighbours.
 CELL = (1.2, 0.62)
+#: The rows drawn: three matrices each, joined by the operations between them.
+ROWS = (
+    ("Q", "×", "K^T", "=", "scores"),
+    ("scores", "÷√D", "scaled", "softmax", "weights"),
+    ("weights", "×", "V", "=", "output"),
+)
 
 
 def attention_matrices(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
-) -> tuple[Figure, dict[str, torch.Tensor]]:
+) -> tuple[Figure, dict[str, object]]:
     """Every matrix of ``softmax(Q K^T / sqrt(D)) V``, drawn with its numbers.
 
     The weights and the output come from
@@ -46,13 +52,17 @@ def attention_matrices(
     Shape:
         - q: ``(T, D)``, k: ``(S, D)``, v: ``(S, Dv)``, each size at most 4
         - facts: ``{"Q", "K^T", "scores", "scaled", "weights", "V", "output"}``,
-          ``scores``, ``scaled``, ``weights``: ``(T, S)``, ``output``: ``(T, Dv)``
+          ``scores``, ``scaled``, ``weights``: ``(T, S)``, ``output``: ``(T, Dv)``;
+          and ``"layout"``: three rows of three matrices
+          (:func:`~mha_book.plot.figure_layout`)
 
     Example:
         >>> q, k, v = torch.randn(3, 2), torch.randn(3, 2), torch.randn(3, 2)
         >>> fig, m = attention_matrices(q, k, v)
         >>> m["weights"].shape, m["output"].shape
         (torch.Size([3, 3]), torch.Size([3, 2]))
+        >>> m["layout"]
+        {'rows': 3, 'columns': 3, 'direction': None}
     """
     _check_qkv(q, k, v, None, 0.0, None)
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -73,7 +83,10 @@ def attention_matrices(
         "V": v,
         "output": output,
     }
-    return _draw(facts, q.shape[-1]), facts
+    fig = _draw(facts, q.shape[-1])
+    per_row = [sum(item in facts for item in row) for row in ROWS]  # matrices
+    facts["layout"] = record_layout(fig, rows=len(ROWS), columns=max(per_row))
+    return fig, facts
 
 
 def _draw(facts: dict[str, torch.Tensor], D: int) -> Figure:
@@ -87,11 +100,7 @@ def _draw(facts: dict[str, torch.Tensor], D: int) -> Figure:
         "V": "V",
         "output": pick("输出", "output"),
     }
-    rows = [
-        ["Q", "×", "K^T", "=", "scores"],
-        ["scores", f"÷√{D}", "scaled", "softmax", "weights"],
-        ["weights", "×", "V", "=", "output"],
-    ]
+    rows = [[f"÷√{D}" if item == "÷√D" else item for item in row] for row in ROWS]
     width = max(sum(_width(facts, item) for item in row) for row in rows)
     height = sum(_height(facts, row) for row in rows)
     w, h = CELL

@@ -19,7 +19,7 @@ from mha_book._checks import check_rank, check_tensor, fmt_shape
 from mha_book.book import pick
 from mha_book.diagrams._draw import draw_offset_grid, grid_axes
 from mha_book.heads import merge_heads, split_heads
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 from mha_book.trace import trace_shapes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,24 +50,30 @@ def _shape_label(names: list[str], shapes: list[tuple[int, ...]]) -> str:
 
 def mha_data_flow(
     module, query: torch.Tensor, key: torch.Tensor | None = None, value=None
-) -> tuple[Figure, dict[str, tuple[int, ...]]]:
+) -> tuple[Figure, dict[str, dict]]:
     """The five steps of multi-head attention, each arrow labelled with its shape.
 
     The shapes are those :func:`~mha_book.trace.trace_shapes` records for
     ``module(query, key, value)``: nothing on the picture is typed by hand.
+    The steps are boxes in one column, read from top to bottom.
 
     Shape:
         As :meth:`MultiHeadAttention.forward
         <mha_book.module.MultiHeadAttention.forward>`.
 
     Returns:
-        The figure and ``{stage: shape}`` for every stage drawn, in order.
+        The figure and a dict: ``"shapes"``, ``{stage: shape}`` for every
+        stage drawn, in order; ``"layout"``, its
+        :func:`~mha_book.plot.figure_layout` (a box per row, top to bottom).
 
     Example:
         >>> from mha_book.module import MultiHeadAttention
-        >>> fig, shapes = mha_data_flow(MultiHeadAttention(8, 2), torch.randn(1, 3, 8))
+        >>> fig, facts = mha_data_flow(MultiHeadAttention(8, 2), torch.randn(1, 3, 8))
+        >>> shapes = facts["shapes"]
         >>> shapes["q_heads"], shapes["scores"], shapes["output"]
         ((1, 2, 3, 4), (1, 2, 3, 3), (1, 3, 8))
+        >>> facts["layout"]
+        {'rows': 5, 'columns': 1, 'direction': 'top-to-bottom'}
     """
     from matplotlib.transforms import blended_transform_factory
 
@@ -111,7 +117,9 @@ def mha_data_flow(
     fig.draw_without_rendering()  # the figure as wide as its longest text, <= 5 in
     right = max(t.get_window_extent().x1 for t in ax.texts) / fig.dpi
     fig.set_size_inches(min(5.0, right + 0.15), fig.get_size_inches()[1])
-    return fig, shapes
+    boxes = sum(kind == "box" for kind, _ in rows)
+    layout = record_layout(fig, rows=boxes, columns=1, direction="top-to-bottom")
+    return fig, {"shapes": shapes, "layout": layout}
 
 
 def _offsets(t: torch.Tensor) -> torch.Tensor:
@@ -139,13 +147,17 @@ def head_split_layout(
     Returns:
         The figure and a dict: for each panel (``"x"``, ``"view"``,
         ``"split"``, ``"merged"``, ``"no_transpose"``) a dict of ``"shape"``,
-        ``"stride"`` and ``"offsets"``; and ``"view_error"``, what
-        ``.view(B, T, E)`` on the split tensor raised (None if nothing).
+        ``"stride"`` and ``"offsets"``; ``"view_error"``, what
+        ``.view(B, T, E)`` on the split tensor raised (None if nothing); and
+        ``"layout"``, the panels' :func:`~mha_book.plot.figure_layout`: three
+        rows, ``x`` across the top, then two panels a row.
 
     Example:
         >>> fig, layout = head_split_layout(torch.arange(12).view(1, 3, 4), 2)
         >>> layout["split"]["stride"], layout["split"]["offsets"][0, 0].tolist()
         ((12, 2, 4, 1), [[0, 1], [4, 5], [8, 9]])
+        >>> layout["layout"]
+        {'rows': 3, 'columns': 2, 'direction': None}
     """
     check_tensor(x, "x")
     check_rank(x, "x", 3, "(B, T, E)")
@@ -175,7 +187,14 @@ def head_split_layout(
         layout["view_error"] = None
     except RuntimeError as err:
         layout["view_error"] = str(err)
-    return _draw_layout(layout, H, D), layout
+    fig = _draw_layout(layout, H, D)
+    rows, columns = len(_PANELS), max(len(set(row)) for row in _PANELS)
+    layout["layout"] = record_layout(fig, rows=rows, columns=columns)
+    return fig, layout
+
+
+#: The panels of :func:`head_split_layout`, as ``subplot_mosaic`` places them.
+_PANELS = [["x", "x"], ["view", "split"], ["merged", "no_transpose"]]
 
 
 def _draw_layout(layout: dict, H: int, D: int) -> Figure:
@@ -186,10 +205,7 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
     stacked = H * T + gap * (H - 1)  # rows of the split panel, heads stacked
     rows = [1, stacked, T]
     fig = new_figure(figsize=(5.0, 0.35 + sum(0.75 + cell * r for r in rows)))
-    axes = fig.subplot_mosaic(
-        [["x", "x"], ["view", "split"], ["merged", "no_transpose"]],
-        height_ratios=[0.75 + cell * r for r in rows],
-    )
+    axes = fig.subplot_mosaic(_PANELS, height_ratios=[0.75 + cell * r for r in rows])
     stride = pick("步长", "stride")
 
     def head_of(offsets: torch.Tensor) -> torch.Tensor:

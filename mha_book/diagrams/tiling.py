@@ -22,7 +22,7 @@ from mha_book.attention import _check_qkv
 from mha_book.book import pick
 from mha_book.diagrams._draw import draw_number_grid
 from mha_book.flash import _check_block_size, _forward
-from mha_book.plot import new_figure
+from mha_book.plot import new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -51,7 +51,8 @@ def online_softmax_tiles(
         - facts: ``order``, the tiles ``((r0, r1), (c0, c1))`` in visit order;
           ``block_max``, ``m``, ``l``, ``rescale``: ``(T, nk)``, row ``i``
           after each of the ``nk`` key blocks; ``out`` ``(T, Dv)`` and
-          ``lse`` ``(T,)``: the kernel's output and log-sum-exp
+          ``lse`` ``(T,)``: the kernel's output and log-sum-exp; ``layout``:
+          two panels, one above the other (:func:`~mha_book.plot.figure_layout`)
 
     Example:
         >>> q, k, v = torch.randn(4, 8), torch.randn(6, 8), torch.randn(6, 3)
@@ -85,7 +86,9 @@ def online_softmax_tiles(
         facts[name] = torch.cat(per_block)  # (T, nk)
     m_old = torch.cat([torch.full_like(facts["m"][:, :1], -math.inf), facts["m"]], -1)
     facts["rescale"] = torch.exp(m_old[:, :-1] - facts["m"])  # (T, nk)
-    return _draw(facts, q.shape[0], k.shape[0], row), facts
+    fig = _draw(facts, q.shape[0], k.shape[0], row)
+    facts["layout"] = record_layout(fig, rows=2, columns=1)  # tiles, statistics
+    return fig, facts
 
 
 def _starts(order):
