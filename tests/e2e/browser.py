@@ -336,6 +336,22 @@ def english_ui_problems(page, url: str | None) -> list[str]:
     return problems
 
 
+SEARCH_FIELDS_JS = """() => [...document.querySelectorAll(
+    "form.bd-search, .search-button-field, .search-button")]
+  .filter((e) => { const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < innerHeight; })
+  .map((e) => e.className)"""
+
+
+def search_field_problems(page, url: str | None) -> list[str]:
+    """A page should offer exactly one way into search where the reader looks."""
+    _load(page, url)
+    shown = page.evaluate(SEARCH_FIELDS_JS)
+    if len(shown) != 1:
+        return [f"{len(shown)} search fields or buttons in view: {shown}"]
+    return []
+
+
 CODE_SCROLL_JS = """() => [...document.querySelectorAll("article.bd-article div.highlight pre")]
   .filter((pre) => !pre.closest(".cell_output") && pre.scrollWidth > pre.clientWidth + 1)
   .map((pre) => pre.textContent.split("\\n").reduce((a, l) => (l.length > a.length ? l : a), ""))"""

@@ -11,6 +11,7 @@ from browser import (
     figure_text_problems,
     horizontal_scroll_problems,
     page_problems,
+    search_field_problems,
     search_hits,
     serve,
     switch_problems,
@@ -139,3 +140,22 @@ def test_english_in_the_zh_interface_is_reported(page, broken_site):
     with serve(broken_site) as url:
         problems = english_ui_problems(page, f"{url}/zh/01-overview.html")
     assert problems == ["English UI text 'Toggle primary sidebar'"]
+
+
+def test_a_second_search_field_is_reported(page, broken_site):
+    html = broken_site / "en" / "01-overview.html"
+    with serve(broken_site) as url:
+        assert search_field_problems(page, f"{url}/en/01-overview.html") == []
+    text = html.read_text(encoding="utf-8")
+    field = re.search(
+        r"<button class=\"btn search-button-field.*?</button>", text, re.S
+    )
+    assert field, "the sidebar's search field"
+    banner = (
+        f'<header style="position:fixed;top:0;left:300px">{field.group(0)}</header>'
+    )
+    broken = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner, text, count=1)
+    html.write_text(broken, encoding="utf-8")
+    with serve(broken_site) as url:
+        problems = search_field_problems(page, f"{url}/en/01-overview.html")
+    assert len(problems) == 1 and problems[0].startswith("2 search fields")

@@ -12,6 +12,7 @@ from browser import (
     horizontal_scroll_problems,
     load_problems,
     open_page,
+    search_field_problems,
     search_hits,
     site_pages,
     switch_problems,
@@ -44,6 +45,7 @@ def test_page_on_a_laptop(page, site_url, lang, other, path):
     checks = {
         "loads cleanly offline": load_problems(page, seen),
         "code fits its block": code_scroll_problems(page, None),
+        "one search field": search_field_problems(page, None),
     }
     if lang == "zh":  # the sidebars show at 1280 px
         checks["zh interface has no English"] = english_ui_problems(page, None)
