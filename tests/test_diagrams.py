@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mha_book.alibi import alibi_bias, alibi_slopes
-from mha_book.book import LANG_ENV_VAR
+from mha_book.book import LANG_ENV_VAR, pick
 from mha_book.diagrams import (
     alibi_heads,
     attention_matrices,
@@ -90,11 +90,39 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
     assert facts["shapes"] == trace_shapes(mha, x, memory).as_dict()
     assert facts["layout"] == {"rows": 5, "columns": 1, "direction": "top-to-bottom"}
     drawn = texts(fig)
-    assert "q: (2, 5, 16)   k, v: (2, 7, 16)" in drawn  # T != S: drawn apart
-    assert "scores, weights: (2, 4, 5, 7)" in drawn
+    if lang == "zh":  # the stages named as trace_shapes prints them, full-width marks
+        assert "q：(2, 5, 16)   k、v：(2, 7, 16)" in drawn  # T != S: drawn apart
+        assert "查询：(2, 5, 16)   键、值：(2, 7, 16)" in drawn
+        assert "分数、权重：(2, 4, 5, 7)" in drawn and "合并：(2, 5, 16)" in drawn
+        assert "2. 切分成多个头" in drawn  # the name chapter 3 gives step 2
+    else:
+        assert "q: (2, 5, 16)   k, v: (2, 7, 16)" in drawn  # T != S: drawn apart
+        assert "scores, weights: (2, 4, 5, 7)" in drawn
+        assert "merged: (2, 5, 16)" in drawn
+    english = ("scores", "weights", "context", "merged", "output", "query", "split")
+    assert any(word in drawn for word in english) == (lang == "en")
     assert ("输出投影" in drawn) == (lang == "zh")
     assert ("output projection" in drawn) == (lang == "en")
     assert smallest_text_pt(fig) >= 10 and fig.get_size_inches()[0] <= 5.0
+
+
+def test_the_data_flow_has_one_size_in_both_editions(monkeypatch):
+    # tools/check_numbers.py reads a glued figure's size as its text, the same in
+    # both editions; each edition's PNG is still cut to its own longest label
+    from mha_book.plot import FIGURE_DPI, figure_png
+
+    mha = MultiHeadAttention(512, 8).eval()
+    x = torch.randn(2, 10, 512)
+    sizes, png_widths = {}, {}
+    for lang in ("zh", "en"):
+        monkeypatch.setenv(LANG_ENV_VAR, lang)
+        fig, _ = mha_data_flow(mha, x)
+        sizes[lang] = tuple(fig.get_size_inches())
+        png = figure_png(fig)
+        png_widths[lang] = int.from_bytes(png[16:20], "big")  # the IHDR width
+    assert sizes["zh"] == sizes["en"]
+    assert max(png_widths.values()) < 0.8 * sizes["en"][0] * FIGURE_DPI  # cut
+    assert png_widths["zh"] != png_widths["en"]  # each to its own labels
 
 
 def test_the_data_flow_draws_the_heads_of_a_grouped_module():
@@ -389,6 +417,16 @@ def test_the_rotation_diagram_reads_position_times_theta_back():
         rotary_rotation(head_dim=8, pairs=(4,))
 
 
+def test_the_rotation_diagram_labels_every_arrow_of_a_panel_or_none():
+    fig, facts = rotary_rotation(head_dim=8, positions=6, pairs=(0, 1, 2))
+    labels = [[t.get_text() for t in ax.texts if t.get_text()] for ax in fig.axes]
+    # pair 0 turns 1 radian a position: six labels fit; pairs 1 and 2 crowd
+    assert labels == [[f"m={t}" for t in range(6)], [], []]
+    assert facts["labelled"] == [True, False, False]
+    _, facts = rotary_rotation(head_dim=8, positions=2, pairs=(1,))  # 0.1 apart
+    assert facts["labelled"] == [False]
+
+
 def test_the_alibi_diagram_draws_every_heads_real_bias(monkeypatch):
     monkeypatch.setenv(LANG_ENV_VAR, "en")
     fig, facts = alibi_heads(6, 5)
@@ -497,9 +535,13 @@ def test_the_parallel_heads_are_the_modules_own(monkeypatch, lang):
     assert facts["shapes"]["head_k"] == (2, 7, 8)
     assert facts["layout"] == {"rows": 5, "columns": 4, "direction": "top-to-bottom"}
     drawn = texts(fig)
-    assert "out_proj (Wᴼ)" in drawn and "k, v: (2, 7, 8)" in drawn
+    assert "out_proj (Wᴼ)" in drawn
+    assert pick("k、v：(2, 7, 8)", "k, v: (2, 7, 8)") in drawn
+    assert pick("查询：(2, 5, 32)", "query: (2, 5, 32)") in drawn
     assert "\n".join(["0", "8", "16", "24", "32"]) in drawn  # the columns' edges
-    assert ("拼接" in drawn) == (lang == "zh") and ("concat" in drawn) == (lang == "en")
+    # step 4 has the name chapter 3 gives it, as in mha_data_flow
+    assert ("4. 合并" in drawn) == (lang == "zh")
+    assert ("concat" in drawn) == (lang == "en")
     assert smallest_text_pt(fig) >= 10
     # the PNG is cut to what is drawn, plus 0.1 in a side: at most 5 in, as the others
     assert fig.get_tightbbox().width <= 4.8

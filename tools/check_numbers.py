@@ -107,21 +107,26 @@ def _text(output: dict) -> str:
 def _shown(outputs: list[dict]) -> list[str]:
     """The texts of a cell's outputs as the page shows them.
 
-    myst-nb merges all the stream outputs of a cell with the same name into
-    the first one (the page shows that) but leaves the later chunks in the
-    notebook it writes: if the first already ends with the later chunks,
-    they are not counted again.
+    The page joins the chunks of each stream into one text, in the order they
+    came (``join_streams`` in ``docs/_ext/book_build.py``); so does this, so a
+    print that reached the notebook in two pieces counts once, whole.
+
+    >>> _shown([{"output_type": "stream", "name": "stdout", "text": "T = "},
+    ...         {"output_type": "stream", "name": "stdout", "text": "4\\n"},
+    ...         {"output_type": "execute_result", "data": {"text/plain": "2"}}])
+    ['T = 4\\n', '2']
     """
-    streams: dict[str, list[int]] = {}
-    for i, output in enumerate(outputs):
+    texts: list[str] = []
+    stream_at: dict[str, int] = {}
+    for output in outputs:
+        name = output.get("name", "")
+        if output.get("output_type") == "stream" and name in stream_at:
+            texts[stream_at[name]] += _text(output)
+            continue
         if output.get("output_type") == "stream":
-            streams.setdefault(output.get("name", ""), []).append(i)
-    skip = set()
-    for first, *later in streams.values():
-        tail = "\n".join(_text(outputs[i]).rstrip() for i in later).strip()
-        if later and _text(outputs[first]).rstrip().endswith(tail):
-            skip.update(later)
-    return [_text(o) for i, o in enumerate(outputs) if i not in skip]
+            stream_at[name] = len(texts)
+        texts.append(_text(output))
+    return texts
 
 
 def cell_outputs(notebook: Path) -> list[str]:

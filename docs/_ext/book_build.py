@@ -487,8 +487,47 @@ def _own_output_folder(app):
     app.env.mystnb_config = app.env.mystnb_config.copy(**config)
 
 
+# --- printed output ---------------------------------------------------------
+# myst-nb joins a cell's stream outputs (nb_merge_streams) by stripping each
+# later chunk's trailing whitespace and adding a newline. A print whose text
+# reaches the notebook in two messages, which happens when the machine is busy
+# ("pixels  " then "(3, 224, 224)"), is then shown on two lines, and the page
+# differs from build to build. The chunks are pieces of one stream: this joins
+# them as they came, and keeps the rest of myst-nb's merge (a line rewritten
+# after a carriage return shows once; stdout comes before stderr).
+def join_streams(outputs: list) -> list:
+    """A cell's outputs with each stream's chunks joined into its first one."""
+    from myst_nb.core import utils
+
+    joined, streams = [], {}
+    for output in outputs:
+        if output["output_type"] != "stream":
+            joined.append(output)
+        elif output["name"] in streams:
+            streams[output["name"]]["text"] += output["text"]
+        else:  # a copy: the executed notebook the build saves keeps its chunks
+            streams[output["name"]] = type(output)(output)
+            joined.append(streams[output["name"]])
+    for output in streams.values():  # a line rewritten after "\r" shows once
+        text = utils._RGX_CARRIAGERETURN.sub("", output["text"])
+        output["text"] = text.rstrip() + "\n"
+    for i, output in enumerate(joined[:-1]):  # stdout before stderr, as myst-nb does
+        after = joined[i + 1]
+        if output["output_type"] == after["output_type"] == "stream":
+            if output["name"] == "stderr" and after["name"] == "stdout":
+                joined[i], joined[i + 1] = after, output
+    return joined
+
+
+def use_joined_streams() -> None:
+    from myst_nb.core import render
+
+    render.coalesce_streams = join_streams
+
+
 def setup(app):
     use_ipc_kernels()
+    use_joined_streams()
     app.connect("builder-inited", _own_output_folder, priority=900)
     try:
         import jieba

@@ -273,7 +273,7 @@ def _draw(columns: list[tuple[int, int]], shapes: dict) -> tuple[Figure, int]:
         )
         + "→ "
         + fmt_shape(shapes["head_output"]),
-        concat: pick("4. 拼接", "4. concat"),
+        concat: pick("4. 合并", "4. concat"),
         out_proj: pick("5. 输出投影", "5. output\nprojection"),
     }
     for (top, bottom), name in names.items():

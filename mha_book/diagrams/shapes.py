@@ -20,7 +20,7 @@ from mha_book.book import pick
 from mha_book.diagrams._draw import draw_offset_grid, grid_axes
 from mha_book.heads import merge_heads, split_heads
 from mha_book.plot import new_figure, record_layout
-from mha_book.trace import trace_shapes
+from mha_book.trace import ZH_STAGE_NAMES, trace_shapes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -30,7 +30,7 @@ __all__ = ["mha_data_flow", "head_split_layout"]
 # The five steps: (zh, en) label and the trace stages each one produces.
 _STEPS = (
     (("1. 投影", "1. project"), ("q_proj", "k_proj", "v_proj")),
-    (("2. 拆头", "2. split into heads"), ("q_heads", "k_heads", "v_heads")),
+    (("2. 切分成多个头", "2. split into heads"), ("q_heads", "k_heads", "v_heads")),
     (("3. 每个头做缩放点积注意力", "3. scaled dot-product per head"), ("context",)),
     (("4. 合并各头", "4. merge the heads"), ("merged",)),
     (("5. 输出投影", "5. output projection"), ("output",)),
@@ -38,14 +38,20 @@ _STEPS = (
 
 
 def _shape_label(names: list[str], shapes: list[tuple[int, ...]]) -> str:
-    """``"q, k, v: (2, 10, 512)"``; names of unequal shapes get their own part."""
+    """``"q, k, v: (2, 10, 512)"``; names of unequal shapes get their own part.
+
+    In the zh book the stages named by a word are written as ``trace_shapes``
+    prints them (``"分数、权重：(2, 8, 10, 10)"``); ``q``, ``k``, ``v`` stay.
+    """
+    names = [pick(ZH_STAGE_NAMES.get(name, name), name) for name in names]
+    comma, colon = pick("、", ", "), pick("：", ": ")
     parts: list[tuple[list[str], tuple[int, ...]]] = []
     for name, shape in zip(names, shapes):
         if parts and parts[-1][1] == shape:
             parts[-1][0].append(name)
         else:
             parts.append(([name], shape))
-    return "   ".join(f"{', '.join(n)}: {fmt_shape(s)}" for n, s in parts)
+    return "   ".join(f"{comma.join(n)}{colon}{fmt_shape(s)}" for n, s in parts)
 
 
 def mha_data_flow(
@@ -114,9 +120,14 @@ def mha_data_flow(
             ax.annotate("", **ends, xycoords=inches, arrowprops=arrow)
             ax.text(0.65, mid, text, va="center", fontsize=10, transform=inches)
         y -= h
-    fig.draw_without_rendering()  # the figure as wide as its longest text, <= 5 in
+    # The drawing as wide as its longest text, <= 5 in: the Axes is narrowed to
+    # it, and the PNG is cut to the Axes. The figure keeps its 5 in, so that
+    # both editions make a figure of the same size from their own labels.
+    fig.draw_without_rendering()
     right = max(t.get_window_extent().x1 for t in ax.texts) / fig.dpi
-    fig.set_size_inches(min(5.0, right + 0.15), fig.get_size_inches()[1])
+    fig.set_layout_engine("none")  # keep the Axes where it is now
+    x0, y0, _, height = ax.get_position().bounds
+    ax.set_position((x0, y0, min(5.0, right + 0.15) / 5.0 - x0, height))
     boxes = sum(kind == "box" for kind, _ in rows)
     layout = record_layout(fig, rows=boxes, columns=1, direction="top-to-bottom")
     return fig, {"shapes": shapes, "layout": layout}
