@@ -28,7 +28,7 @@ project = {
     "en": "Multi-Head Attention, from Formula to PyTorch",
 }[LANG]
 author = "mha_book"
-copyright = f"{date.today().year}, mha_book"
+copyright = f"{date.today().year}{'，' if LANG == 'zh' else ', '}mha_book"
 language = {"zh": "zh_CN", "en": "en"}[LANG]
 
 extensions = [
