@@ -32,9 +32,10 @@ def rotary_rotation(
     The vector ``(1, 0)`` is placed in every feature pair (pair ``i`` is
     features ``i`` and ``i + D/2``, the ``rotate_half`` layout), rotated at
     positions ``0 .. positions - 1``, and each pair drawn as arrows in its own
-    plane (labels too close to one already drawn are left out; the colours
-    match across panels). The angles are read back from the rotated vectors
-    with ``atan2``.
+    plane. A panel labels every arrow with its position, or none when two of
+    its arrows are less than 0.3 radians apart (the labels would overlap); the
+    colours match across panels. The angles are read back from the rotated
+    vectors with ``atan2``.
 
     Args:
         head_dim: Head dim D (even).
@@ -44,18 +45,22 @@ def rotary_rotation(
     Shape:
         - facts["angles"]: ``(positions, len(pairs))`` radians in ``[0, 2π)``
         - facts["theta"]: ``(len(pairs),)``, the pairs' frequencies
+        - facts["labelled"]: ``len(pairs)`` bools, whether a panel's arrows
+          are labelled
         - facts["layout"]: one row of ``len(pairs)`` panels
 
     Returns:
         The figure and a dict: ``"angles"`` measured from the rotated vectors,
         ``"theta"`` from :func:`~mha_book.rope.rotary_frequencies`,
-        ``"norms"``, the length of every drawn arrow, and ``"layout"``
-        (:func:`~mha_book.plot.figure_layout`).
+        ``"norms"``, the length of every drawn arrow, ``"labelled"`` and
+        ``"layout"`` (:func:`~mha_book.plot.figure_layout`).
 
     Example:
         >>> fig, facts = rotary_rotation(head_dim=8, positions=3, pairs=(0,))
         >>> facts["angles"][:, 0].tolist()  # pair 0 turns 1 radian per position
         [0.0, 1.0, 2.0]
+        >>> facts["labelled"]  # 1 radian apart: room for a label on each arrow
+        [True]
     """
     D = check_positive_int(head_dim, "head_dim")
     n = check_positive_int(positions, "positions")
@@ -77,9 +82,9 @@ def rotary_rotation(
     # about 2 inches a panel: at a phone's width the 9 pt labels stay legible
     fig = new_figure(figsize=(2.0 * len(cols) + 0.3, 2.4))
     colours = [f"C{i % 10}" for i in range(n)]
+    labelled = [_apart(angles[:, k], 0.3) for k in range(len(cols))]
     for k, ax in enumerate(fig.subplots(1, len(cols), squeeze=False)[0]):
         ax.add_patch(_unit_circle())
-        labelled = []  # angles already labelled: a slow pair's labels would overlap
         for t in range(n):
             ax.annotate(
                 "",
@@ -87,9 +92,8 @@ def rotary_rotation(
                 xytext=(0, 0),
                 arrowprops=dict(arrowstyle="-|>", color=colours[t], lw=1.8),
             )
-            if any(abs(float(angles[t, k]) - done) < 0.3 for done in labelled):
-                continue  # same colour as in the faster panel: readable without
-            labelled.append(float(angles[t, k]))
+            if not labelled[k]:
+                continue  # all or none: the colours match the labelled panel
             ax.text(
                 1.25 * float(x[t, k]),
                 1.25 * float(y[t, k]),
@@ -108,7 +112,16 @@ def rotary_rotation(
         ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}", fontsize=9)
     norms = torch.sqrt(x**2 + y**2)  # (T, P): a rotation keeps lengths
     layout = record_layout(fig, rows=1, columns=len(cols))
-    return fig, {"angles": angles, "theta": theta, "norms": norms, "layout": layout}
+    facts = {"angles": angles, "theta": theta, "norms": norms, "labelled": labelled}
+    return fig, {**facts, "layout": layout}
+
+
+def _apart(angles: torch.Tensor, gap: float) -> bool:
+    """Whether every two of ``angles`` (radians, shape ``(T,)``) are ``gap`` apart."""
+    diff = (angles[:, None] - angles[None, :]).abs() % (2 * math.pi)  # (T, T)
+    around = torch.minimum(diff, 2 * math.pi - diff)  # the shorter way round
+    off_diagonal = ~torch.eye(len(angles), dtype=torch.bool)  # (T, T)
+    return bool((around[off_diagonal] >= gap).all())
 
 
 def _unit_circle():
