@@ -41,8 +41,8 @@ def test_carriage_returns_and_stream_order():
 
 
 def test_the_build_uses_it():
-    from book_build import use_joined_streams
+    import book_build
     from myst_nb.core import render
 
-    use_joined_streams()
-    assert render.coalesce_streams is join_streams
+    book_build.use_joined_streams()
+    assert render.coalesce_streams is book_build.join_streams
