@@ -55,10 +55,18 @@ def page_texts(pdf: bytes | Path) -> list[str]:
 
 
 def code_lines(source: Path) -> list[str]:
-    """Every non-blank line of every code cell of a MyST page."""
+    """Every non-blank line of every code cell a MyST page shows.
+
+    A cell tagged ``remove-cell`` (glue calls) is executed but not shown, so
+    its lines are not looked for.
+    """
     lines = []
     for body in CODE_CELL.findall(source.read_text(encoding="utf-8")):
         body_lines = body.splitlines()
+        if any(
+            line.startswith(":tags:") and "remove-cell" in line for line in body_lines
+        ):
+            continue
         if body_lines and body_lines[0].strip() == "---":  # a YAML options block
             end = body_lines.index("---", 1)
             body_lines = body_lines[end + 1 :]
