@@ -98,7 +98,11 @@ def cell_frames(tb: types.TracebackType | None, is_cell) -> types.TracebackType 
         ...     fail()
         ... except ValueError as err:
         ...     tb = err.__traceback__
-        >>> names = lambda t: [t.tb_frame.f_code.co_name] + (names(t.tb_next) if t.tb_next else [])
+        >>> def names(t):
+        ...     out = []
+        ...     while t:
+        ...         out, t = out + [t.tb_frame.f_code.co_name], t.tb_next
+        ...     return out
         >>> names(tb)  # the example's own frame, then the function that raised
         ['<module>', 'fail']
         >>> names(cell_frames(tb, lambda filename: "cell_frames[1]" in filename))
