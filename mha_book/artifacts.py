@@ -145,7 +145,9 @@ def cached(
     with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
             try:
-                return load(path), True
+                result = load(path)
+                os.utime(path)  # "used now": the build prunes the least recently used
+                return result, True
             except Exception:  # noqa: BLE001  (a damaged file is recomputed)
                 path.unlink()
         result = compute()

@@ -1,5 +1,7 @@
 """The artifact cache serves a stored run only when nothing it depends on changed."""
 
+import os
+
 import pytest
 import torch
 
@@ -73,3 +75,11 @@ def test_a_damaged_artifact_is_recomputed(store):
     _, again = run()
     assert not again.from_cache and again.train_loss == first.train_loss
     assert run()[1].from_cache  # stored again
+
+
+def test_a_loaded_result_counts_as_used_now(store):
+    run()
+    [path] = store.glob("train-*.pt")
+    os.utime(path, (1, 1))  # stored long ago
+    assert run()[1].from_cache
+    assert path.stat().st_mtime > 1  # pruning keeps the results a build used

@@ -1,5 +1,6 @@
 """tools/build_book.py --pdf: the PDF step is optional, and says when it skips."""
 
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,3 +31,23 @@ def test_the_running_header_is_a_css_string():
     css = build_pdf.page_css('a "b" \\c', "第 5 章", 12)
     assert 'content: "a \\"b\\" \\\\c"' in css
     assert "counter-increment: page 12" in css
+
+
+def test_pruning_keeps_the_newest_results_of_each_kind(tmp_path):
+    store = tmp_path / "artifacts"
+    store.mkdir()
+    for age, name in enumerate(["train-a", "poems-a", "train-b", "train-c", "train-d"]):
+        (store / f"{name}.pt").write_text(name)
+        (store / f"{name}.lock").touch()
+        os.utime(store / f"{name}.pt", (1000 - age, 1000 - age))  # a is newest
+    removed = build_book.prune_caches(tmp_path, langs=(), keep=2)
+    assert sorted(p.name for p in removed) == ["train-c.pt", "train-d.pt"]
+    kept = sorted(p.name for p in store.iterdir())
+    assert kept == [
+        "poems-a.lock",
+        "poems-a.pt",
+        "train-a.lock",
+        "train-a.pt",
+        "train-b.lock",
+        "train-b.pt",
+    ]

@@ -577,17 +577,22 @@ CACHES_KEPT = 3
 
 def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
     """Delete all but the ``keep`` most recently used caches of each language,
-    and all but the ``keep`` newest stored results (mha_book.artifacts)."""
+    and all but the ``keep`` newest stored results of each kind
+    (mha_book.artifacts names them ``<kind>-<digest>.pt``)."""
     removed = []
     stored = sorted(
         (build / "artifacts").glob("*.pt"),
         key=lambda p: p.stat().st_mtime,
         reverse=True,
     )
-    for old in stored[keep:]:
-        old.unlink(missing_ok=True)
-        old.with_suffix(".lock").unlink(missing_ok=True)
-        removed.append(old)
+    seen: dict[str, int] = {}
+    for old in stored:
+        kind = old.stem.rsplit("-", 1)[0]
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] > keep:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".lock").unlink(missing_ok=True)
+            removed.append(old)
     for lang in langs:
         caches = sorted(
             (build / "jupyter_cache").glob(f"{lang}-*"),
