@@ -135,7 +135,7 @@ serve:
 	@$(PY) -c "import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', $(PORT)))" 2>/dev/null \
 	  || { echo "port $(PORT) is taken: try 'make serve PORT=8001'"; exit 1; }
 	@echo "serving $(SITE) at http://127.0.0.1:$(PORT)/ (Ctrl-C stops)"
-	$(PY) -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
+	$(PY) tools/compressed.py serve $(SITE) $(PORT)
 
 clean:
 	rm -rf _build

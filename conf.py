@@ -41,6 +41,7 @@ extensions = [
     "sphinx_togglebutton",
     "sphinx_exercise",
     "book_build",
+    "book_assets",
     "book_progress",
     "sphinx_last_updated_by_git",
 ]

@@ -31,14 +31,36 @@ def search_index(site: Path, lang: str) -> dict:
 
 
 def test_the_site_holds_the_landing_page_the_two_editions_and_the_report(site):
-    # Nothing else: no executed notebooks (myst-nb's jupyter_execute), no caches.
-    assert sorted(p.name for p in site.iterdir()) == [
+    # Nothing else: no executed notebooks (myst-nb's jupyter_execute), no caches
+    # (the compressed copies of the files are checked below).
+    names = [p.name for p in site.iterdir() if p.suffix not in (".gz", ".br")]
+    assert sorted(names) == [
         ".nojekyll",
         "build-report.html",
         "en",
         "index.html",
         "zh",
     ]
+
+
+def test_every_text_file_has_compressed_copies_of_its_own_bytes(site):
+    """tools/compressed.py: what a host sends compressed is the file as built."""
+    import gzip
+
+    import brotli
+
+    texts = [
+        p
+        for p in site.rglob("*")
+        if p.suffix in (".html", ".css", ".js", ".json") and p.stat().st_size >= 1024
+    ]
+    assert len(texts) > 60
+    for path in texts:
+        data = path.read_bytes()
+        assert gzip.decompress(Path(f"{path}.gz").read_bytes()) == data, path
+        assert brotli.decompress(Path(f"{path}.br").read_bytes()) == data, path
+    orphans = [p for p in site.rglob("*.gz") if not p.with_suffix("").exists()]
+    assert orphans == []
 
 
 def test_both_trees_have_the_same_pages(site):

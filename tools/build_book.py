@@ -53,6 +53,7 @@ PARTIAL_BUILD = FULL_BUILD / "partial"  # `--pages`' default folder
 sys.path.insert(0, str(ROOT / "tools"))
 
 import build_pdf  # noqa: E402
+import compressed  # noqa: E402
 from check_pages import page_problems  # noqa: E402
 from check_parity import parity_problems  # noqa: E402
 from check_prose import prose_problems  # noqa: E402
@@ -858,7 +859,9 @@ def build_book(args, docs: Path, build: Path) -> int:
         prune_caches(build, args.langs)
     if code == 0 and print_pdf:
         code = make_pdfs(build, args.langs)
-        seconds = time.perf_counter() - start
+    if code == 0:
+        compressed.precompress(out)  # the .gz and .br copies a host can send
+    seconds = time.perf_counter() - start
     print(
         f"\nbuild {'succeeded' if code == 0 else 'FAILED'} in {seconds:.1f} s"
         + (

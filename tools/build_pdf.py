@@ -40,6 +40,8 @@ from datetime import date
 from html import escape
 from pathlib import Path
 
+from compressed import CompressedHandler
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 OUT = ROOT / "_build" / "pdf"
@@ -81,7 +83,7 @@ def missing_tools() -> str | None:
     return None
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _QuietHandler(CompressedHandler):  # sends what a host sends: compressed copies
     def log_message(self, *args):
         pass
 
