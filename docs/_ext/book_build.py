@@ -259,12 +259,22 @@ EXPLORER_MARK = 'class="mha-explorer"'  # the root of mha_book.explore's HTML
 def _load_explorer(app, pagename, templatename, context, doctree):
     """Load ``explorer.js`` and ``explorer.css`` (from ``mha_book/static``,
     copied into ``_static`` by ``html_static_path``) on a page that shows an
-    explorer; Sphinx adds a file given here to this page only. The inline copy
-    in the widget's own HTML then finds the widget defined and only mounts it.
+    explorer; Sphinx adds a file given here to this page only. The copies that
+    the widget's HTML inlines for a notebook (``AttentionExplorer._repr_html_``)
+    leave the page, so each file ships once and the reader's cache keeps it.
     """
-    if EXPLORER_MARK in context.get("body", ""):
+    body = context.get("body", "")
+    if EXPLORER_MARK in body:
+        from mha_book.explorer import static_asset
+
         app.add_css_file("explorer.css")
         app.add_js_file("explorer.js")
+        for inline in (
+            f"<style>{static_asset('explorer.css')}</style>",
+            f"<script>{static_asset('explorer.js')}</script>",
+        ):
+            body = body.replace(inline, "")
+        context["body"] = body
 
 
 # --- images below the fold load when the reader gets near them ------------------

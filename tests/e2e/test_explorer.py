@@ -6,8 +6,9 @@ match the JSON weights in the page, whether the token is hovered, reached
 with the keyboard or tapped; the latest of these wins (a token reached with
 the keyboard after a hover or a tap shows its own row); the token list is one
 tab stop moved by the arrow keys; all heads are drawn in as many colours as
-there are heads; the page does not scroll sideways at 390 px. The inline copy
-of the script works alone, in the page and in the bare HTML a notebook shows.
+there are heads; the page does not scroll sideways at 390 px. The page loads
+the script and style once, from _static (the copies inlined for a notebook
+leave the page); the inline copy works alone in the bare HTML a notebook shows.
 The last tests show that the checks catch a drawing that does not match the
 weights, and scripts broken on purpose.
 """
@@ -70,7 +71,7 @@ def test_the_explorer_renders_in_the_page_language(page, site_url, lang, chapter
     if lang == "zh":  # the words come from Python's pick(), in the page's language
         for name in ("layer", "head", "all_heads", "queries", "keys", "hint", "mean"):
             assert not re.search(r"[A-Za-z]", labels[name].replace("Tab", "")), name
-    # The script comes from _static once; the inline copy only mounted the widget.
+    # The script comes from _static, once.
     assert page.locator("script[src*='_static/explorer.js']").count() == 1
     assert page.evaluate("typeof window.mhaExplorer.mountAll") == "function"
     assert load_problems(page, seen) == []  # console, failed or remote requests
@@ -167,27 +168,17 @@ def test_the_keyboard_after_a_tap_draws_the_focused_token(phone, site_url, chapt
     assert load_problems(phone, seen) == []
 
 
-def test_the_inline_script_works_without_the_static_copy(page, tmp_path):
-    """The page without its <script src="_static/explorer.js">: the copy that
-    mha_book.explore inlines in the HTML defines and mounts the widget."""
-    copy = tmp_path / "html"
-    shutil.copytree(SITE / "en", copy / "en")
-    html = copy / "en" / PAGE
-    text, n = re.subn(
-        r'<script src="_static/explorer\.js[^"]*"></script>',
-        "",
-        html.read_text(encoding="utf-8"),
-    )
-    assert n == 1
-    html.write_text(text, encoding="utf-8")
-    with serve(copy) as url:
-        seen = open_page(page, f"{url}/en/{PAGE}")
-        assert page.locator("script[src*='explorer.js']").count() == 0
-        assert page.locator(".mha-explorer[data-mounted]").count() == 1
-        assert explorer_keyboard_problems(page) == []
-        problems = explorer_latest_wins_problems(page, layer=1, head=2, first=3, then=1)
-        assert problems == []
-        assert load_problems(page, seen) == []
+def test_the_page_ships_the_script_and_style_once(site):
+    """The copies of explorer.js and explorer.css that mha_book.explore inlines
+    for a notebook leave the book's page, which loads them from _static."""
+    from mha_book.explorer import static_asset
+
+    html = (site / "en" / PAGE).read_text(encoding="utf-8")
+    assert html.count('class="mha-explorer"') >= 1
+    assert static_asset("explorer.js") not in html
+    assert static_asset("explorer.css") not in html
+    assert len(re.findall(r'<script src="_static/explorer\.js', html)) == 1
+    assert len(re.findall(r'href="_static/explorer\.css', html)) == 1
 
 
 def bare_page(directory, lang: str, monkeypatch) -> str:
@@ -228,14 +219,14 @@ def test_a_drawing_that_swaps_queries_and_keys_is_reported(page, tmp_path):
     with serve(copy) as url:
         page.goto(f"{url}/en/{PAGE}", wait_until="networkidle")
         assert explorer_problems(page, layer=0, head=0, query=1) == []
-    # Both copies of the script: the page's _static one and the inline one.
-    for path in (copy / "en" / "_static" / "explorer.js", copy / "en" / PAGE):
-        text = path.read_text(encoding="utf-8")
-        assert WEIGHT_LINE in text, path
-        path.write_text(
-            text.replace(WEIGHT_LINE, "const w = weights[l][h][k][i];"),
-            encoding="utf-8",
-        )
+    # The page's one copy of the script, in _static.
+    path = copy / "en" / "_static" / "explorer.js"
+    text = path.read_text(encoding="utf-8")
+    assert WEIGHT_LINE in text, path
+    path.write_text(
+        text.replace(WEIGHT_LINE, "const w = weights[l][h][k][i];"),
+        encoding="utf-8",
+    )
     with serve(copy) as url:  # a new port: nothing comes from the browser's cache
         page.goto(f"{url}/en/{PAGE}", wait_until="networkidle")
         problems = explorer_problems(page, layer=0, head=0, query=1)
