@@ -198,7 +198,7 @@ def failure_message(app, docname: str, data: dict, source: Path) -> str:
         what = (
             f"did not finish within {after}, the limit per cell. Make it faster, or "
             "raise the limit for this page in its front matter:\n"
-            "      mystnb:\n        execution_timeout: 600\n"
+            "      mystnb:\n        execution_timeout: 1200\n"
             "    (the default for every page is nb_execution_timeout in conf.py)"
         )
     else:
