@@ -1,14 +1,21 @@
 """What a reader's first visit to each page costs: bytes transferred and time to load.
 
-Usage: python tests/e2e/page_weight.py [SITE] [--lang zh|en] [--json OUT] [PAGE.html ...]
+Usage: python tests/e2e/page_weight.py [SITE] [--lang zh|en] [--json OUT] [--throttle]
+                                        [PAGE.html ...]
 
 Each page is loaded in a fresh browser context (a cold cache) from the local
 server, on the phone viewport of the other browser tests, and measured with the
 browser's own Performance API: the navigation entry and every resource timing
-entry (HTML, CSS, JS, fonts, images, the search index...). ``transferSize`` is
-what went over the wire (headers included; the local server does not
-compress). Times are milliseconds from the start of the navigation:
-``loadEventEnd`` and the largest contentful paint.
+entry (HTML, CSS, JS, fonts, images...). ``transferSize`` is what went over
+the wire (headers included; the local server sends the gzip copies of the
+text files, as GitHub Pages compresses them: tools/compressed.py). Times are
+milliseconds from the start of the navigation: ``loadEventEnd``, the largest
+contentful paint, and the blocking time (the part over 50 ms of each long
+task after the first contentful paint, as Lighthouse counts it).
+
+With ``--throttle`` (``measure(..., throttle=True)``), the page loads as on
+Lighthouse's mobile profile, through the DevTools protocol: a slow 4G network
+(:data:`SLOW_4G`) and a CPU four times slower.
 
 The budget the browser test `test_page_weight.py` checks is :data:`BUDGET`;
 ``--json`` writes the measurements that ``tools/build_book.py`` shows in
@@ -37,18 +44,34 @@ RESULTS = "page-weight.json"
 INIT_JS = """
 performance.setResourceTimingBufferSize(100000);
 window.__bookLcp = 0;
+window.__bookLongTasks = [];
 try {
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) window.__bookLcp = Math.max(window.__bookLcp, e.startTime);
   }).observe({type: "largest-contentful-paint", buffered: true});
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__bookLongTasks.push([e.startTime, e.duration]);
+  }).observe({type: "longtask", buffered: true});
 } catch (e) {}
 """
+# Lighthouse's mobile profile as DevTools applies it (lighthouse-core
+# constants.throttling.mobileSlow4G): 150 ms round trips x 3.75, 1.6 Mbit/s
+# down and 750 kbit/s up x 0.9; the CPU slowed 4 times.
+SLOW_4G = {
+    "offline": False,
+    "latency": 150 * 3.75,
+    "downloadThroughput": 1.6 * 1024 * 1024 / 8 * 0.9,
+    "uploadThroughput": 750 * 1024 / 8 * 0.9,
+}
+CPU_SLOWDOWN = 4
 ENTRIES_JS = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   return {
     nav: {name: nav.name, transferSize: nav.transferSize, bodySize: nav.encodedBodySize,
           load: nav.loadEventEnd, domContentLoaded: nav.domContentLoadedEventEnd},
     lcp: window.__bookLcp,
+    fcp: (performance.getEntriesByName("first-contentful-paint")[0] || {startTime: 0}).startTime,
+    longTasks: window.__bookLongTasks,
     resources: performance.getEntriesByType("resource").map((e) => ({
       name: e.name, initiator: e.initiatorType, transferSize: e.transferSize,
       bodySize: e.encodedBodySize})),
@@ -79,17 +102,33 @@ def kind_of(url: str) -> str:
     return "html" if suffix in ("", ".html") else KINDS.get(suffix, "other")
 
 
-def measure(context_factory, url: str, inspect=None) -> dict:
+def blocking_ms(fcp: float, long_tasks: list[list[float]]) -> int:
+    """Lighthouse's total blocking time: over 50 ms of each long task after FCP.
+
+    Example:
+        >>> blocking_ms(100.0, [[50.0, 400.0], [200.0, 120.0], [300.0, 40.0]])
+        70
+    """
+    return round(sum(max(0.0, d - 50) for start, d in long_tasks if start >= fcp))
+
+
+def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> dict:
     """Load ``url`` in a fresh context (cold cache) and measure it.
 
     Returns ``{"bytes": total, "by_kind": {...}, "requests": n, "load_ms",
-    "lcp_ms", "mathjax": bool, "images": [...], "problems": [...]}``, and
-    ``"inspected"``: what ``inspect(page)`` returned on the loaded page.
+    "lcp_ms", "blocking_ms", "mathjax": bool, "images": [...], "problems": [...]}``,
+    and ``"inspected"``: what ``inspect(page)`` returned on the loaded page.
+    ``throttle``: on Lighthouse's mobile profile (slow 4G, CPU 4x slower).
     """
     context = context_factory()
     try:
         page = context.new_page()
         page.add_init_script(INIT_JS)
+        if throttle:
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.send("Network.emulateNetworkConditions", SLOW_4G)
+            cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
         seen = watch(page)
         page.goto(url, wait_until="load")
         # MathJax fetches its fonts and extensions after the load event.
@@ -110,6 +149,7 @@ def measure(context_factory, url: str, inspect=None) -> dict:
         "requests": 1 + len(data["resources"]),
         "load_ms": round(data["nav"]["load"]),
         "lcp_ms": round(data["lcp"]),
+        "blocking_ms": blocking_ms(data["fcp"], data["longTasks"]),
         "mathjax": any("/mathjax/" in e["name"] for e in data["resources"]),
         "images": sorted(
             urlsplit(e["name"]).path.rsplit("/", 1)[-1]
@@ -201,12 +241,13 @@ def table(results: dict[str, dict]) -> str:
     """The measurements as a plain-text table, one row a page, then the summary."""
     kinds = ("html", "css", "js", "font", "image", "other")
     head = f"{'page':32} {'KiB':>7} " + " ".join(f"{k:>6}" for k in kinds)
-    lines = [head + f" {'req':>4} {'load ms':>8} {'LCP ms':>7} mathjax"]
+    lines = [head + f" {'req':>4} {'load ms':>8} {'LCP ms':>7} {'TBT ms':>7} mathjax"]
     for key, r in results.items():
         cells = " ".join(f"{r['by_kind'].get(k, 0) / 1024:6.0f}" for k in kinds)
         lines.append(
             f"{key:32} {r['bytes'] / 1024:7.0f} {cells} {r['requests']:4} "
-            f"{r['load_ms']:8} {r['lcp_ms']:7} {'yes' if r['mathjax'] else 'no'}"
+            f"{r['load_ms']:8} {r['lcp_ms']:7} {r.get('blocking_ms', 0):7} "
+            f"{'yes' if r['mathjax'] else 'no'}"
         )
     for lang, s in summary(results).items():
         lines.append(
@@ -223,6 +264,11 @@ def main(argv=None) -> int:
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument("--lang", choices=["zh", "en"], action="append")
     parser.add_argument("--json", type=Path, help="write the measurements here")
+    parser.add_argument(
+        "--throttle",
+        action="store_true",
+        help="Lighthouse's mobile profile: slow 4G, CPU 4x",
+    )
     parser.add_argument("pages", nargs="*")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -233,7 +279,10 @@ def main(argv=None) -> int:
         factory = phone_context(browser)
         for lang in args.lang or ["zh", "en"]:
             for path in args.pages or site_pages(args.site, lang):
-                results[f"{lang}/{path}"] = measure(factory, f"{url}/{lang}/{path}")
+                url_ = f"{url}/{lang}/{path}"
+                results[f"{lang}/{path}"] = measure(
+                    factory, url_, throttle=args.throttle
+                )
         browser.close()
     print(table(results))
     if args.json:
