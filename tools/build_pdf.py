@@ -30,6 +30,7 @@ import http.server
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -242,6 +243,7 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
         writer.append(io.BytesIO(pdf), outline_item=chapter["title"])
     writer.add_metadata({"/Title": book, "/Creator": "mha_book tools/build_pdf.py"})
     link_contents(writer, front_pages, chapters)
+    unradical_fonts(writer)
     writer.page_mode = "/UseOutlines"
     out.mkdir(parents=True, exist_ok=True)
     target = out / pdf_name(lang)
@@ -260,6 +262,118 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
     )
     shutil.copy2(target, site / lang / target.name)
     return record
+
+
+# --- the text layer: one code point per glyph ------------------------------------
+# Noto Sans CJK draws some ideographs with the glyph of a CJK radical (页 and the
+# radical ⻚, U+2EDA, are one glyph), and Chromium's PDF writes the radical's code
+# point into the font's ToUnicode map: copied, pasted or searched, 页 becomes ⻚.
+# Every such entry is rewritten to the ideograph that the font's own cmap gives
+# the same glyph; the book's text holds no radicals (the tests check both).
+NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+RADICALS = range(0x2E80, 0x2FE0)  # CJK Radicals Supplement and Kangxi Radicals
+CMAP_CHAR = re.compile(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>")  # code, text
+CMAP_RANGE = re.compile(  # first code, last code, text of the first (or a list)
+    r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(<[0-9A-Fa-f]+>|\[[^\]]*\])"
+)
+
+
+@functools.cache
+def radical_ideographs(font: Path = NOTO_CJK) -> dict[int, int]:
+    """CJK radical -> the ideograph drawn with the same glyph in Noto Sans CJK SC."""
+    if not font.exists():
+        return {}
+    from fontTools.ttLib import TTFont
+
+    cmap = TTFont(str(font), fontNumber=2, lazy=True).getBestCmap()
+    ideograph: dict[str, int] = {}
+    for cp, glyph in sorted(cmap.items()):
+        if 0x4E00 <= cp <= 0x9FFF:
+            ideograph.setdefault(glyph, cp)
+    return {
+        cp: ideograph[g] for cp, g in cmap.items() if cp in RADICALS and g in ideograph
+    }
+
+
+def _cmap_entries(body: str, ranges: bool) -> list[tuple[int, str]]:
+    """(code, UTF-16BE hex) pairs of a bfchar or bfrange block's text."""
+    if not ranges:
+        return [(int(code, 16), target) for code, target in CMAP_CHAR.findall(body)]
+    entries = []
+    for first, last, target in CMAP_RANGE.findall(body):
+        start = int(first, 16)
+        if target.startswith("["):
+            for i, item in enumerate(re.findall(r"<([0-9A-Fa-f]+)>", target)):
+                entries.append((start + i, item))
+        else:
+            base = int(target.strip("<>"), 16)
+            width = len(target) - 2
+            for i in range(int(last, 16) - start + 1):
+                entries.append((start + i, f"{base + i:0{width}X}"))
+    return entries
+
+
+def unradical_cmap(cmap: str, table: dict[int, int]) -> str:
+    r"""A ToUnicode CMap with every radical code point replaced by ``table``'s
+    ideograph; unchanged (same text) where it maps no radical.
+
+    Example:
+        >>> cmap = ("2 beginbfchar\n<0001> <2EDA>\n<0004> <0020>\nendbfchar\n"
+        ...         "1 beginbfrange\n<0002> <0003> <0041>\nendbfrange\nendcmap")
+        >>> print(unradical_cmap(cmap, {0x2EDA: 0x9875}))
+        4 beginbfchar
+        <0001> <9875>
+        <0004> <0020>
+        <0002> <0041>
+        <0003> <0042>
+        endbfchar
+        endcmap
+        >>> unradical_cmap(cmap.replace("2EDA", "4E00"), {0x2EDA: 0x9875}) == cmap.replace("2EDA", "4E00")
+        True
+    """
+    blocks = list(re.finditer(r"\d+\s+begin(bfchar|bfrange)(.*?)end\1\s*", cmap, re.S))
+    if not blocks:
+        return cmap
+    entries = []
+    for block in blocks:
+        entries += _cmap_entries(block.group(2), block.group(1) == "bfrange")
+    fixed = []
+    for code, target in entries:
+        point = int(target, 16) if len(target) == 4 else None
+        if point in table:
+            target = f"{table[point]:04X}"
+        fixed.append((code, target))
+    if fixed == entries:
+        return cmap
+    width = len(CMAP_CHAR.search(blocks[0].group(2)).group(1))
+    lines = []
+    for i in range(0, len(fixed), 100):  # at most 100 entries a block (PDF spec)
+        chunk = fixed[i : i + 100]
+        lines.append(f"{len(chunk)} beginbfchar")
+        lines += [f"<{code:0{width}X}> <{target}>" for code, target in chunk]
+        lines.append("endbfchar")
+    return (
+        cmap[: blocks[0].start()] + "\n".join(lines) + "\n" + cmap[blocks[-1].end() :]
+    )
+
+
+def unradical_fonts(writer) -> int:
+    """Fix the ToUnicode map of every font of ``writer``'s pages; return how many."""
+    table, done, fixed = radical_ideographs(), set(), 0
+    for page in writer.pages:
+        fonts = page.get("/Resources", {}).get("/Font", {})
+        for ref in fonts.values():
+            to_unicode = ref.get_object().get("/ToUnicode")
+            if to_unicode is None or to_unicode.indirect_reference in done:
+                continue
+            done.add(to_unicode.indirect_reference)
+            stream = to_unicode.get_object()
+            text = stream.get_data().decode("latin-1")
+            new = unradical_cmap(text, table)
+            if new != text:
+                stream.set_data(new.encode("latin-1"))
+                fixed += 1
+    return fixed
 
 
 def link_contents(writer, front_pages: int, chapters: list[dict]) -> None:

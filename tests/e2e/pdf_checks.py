@@ -6,7 +6,6 @@ guards the real PDFs and is shown to catch a deliberately broken print.
 
 from __future__ import annotations
 
-import functools
 import io
 import re
 import unicodedata
@@ -14,37 +13,25 @@ from pathlib import Path
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
-NOTO_CJK = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 
 
-@functools.cache
-def radical_map() -> dict[int, str]:
-    """CJK radicals -> the ideograph drawn with the same glyph in Noto Sans CJK SC.
-
-    Chromium's PDF maps some CJK glyphs back to a radical code point (页 as
-    U+2EDA) in the text layer; NFKC folds the Kangxi radicals but not the
-    supplement, so the font itself says which ideograph the glyph is.
-    """
-    if not NOTO_CJK.exists():
-        return {}
-    from fontTools.ttLib import TTFont
-
-    cmap = TTFont(str(NOTO_CJK), fontNumber=2, lazy=True).getBestCmap()
-    ideograph = {}
-    for cp, glyph in cmap.items():
-        if 0x4E00 <= cp <= 0x9FFF:
-            ideograph.setdefault(glyph, chr(cp))
-    return {
-        cp: ideograph[glyph]
-        for cp, glyph in cmap.items()
-        if 0x2E80 <= cp <= 0x2FDF and glyph in ideograph
-    }
+RADICAL = re.compile(r"[\u2e80-\u2fdf]")  # CJK radicals: none in the book's text
 
 
 def canonical(text: str) -> str:
-    """Text compared without whitespace, ligatures or radical look-alikes."""
-    text = unicodedata.normalize("NFKC", text).translate(radical_map())
-    return re.sub(r"\s+", "", text)
+    """Text compared without whitespace or ligatures (NFKC, which leaves the
+    radicals of the CJK supplement as they are: they must not be in the PDF)."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def radical_problems(texts: list[str]) -> list[str]:
+    """Pages whose text layer has a CJK radical where the page shows an ideograph
+    (tools/build_pdf.py rewrites the fonts' ToUnicode maps so that none has)."""
+    return [
+        f"page {i}: {''.join(sorted(set(RADICAL.findall(text))))}"
+        for i, text in enumerate(texts, 1)
+        if RADICAL.search(text)
+    ]
 
 
 def page_texts(pdf: bytes | Path) -> list[str]:

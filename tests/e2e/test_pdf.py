@@ -13,12 +13,14 @@ from browser import CHROMIUM, site_pages
 from conftest import ROOT, SITE
 from pdf_checks import (
     CJK,
+    RADICAL,
     canonical,
     chapter_body,
     image_count,
     missing_code_lines,
     page_edges,
     page_texts,
+    radical_problems,
 )
 
 if not CHROMIUM.exists():
@@ -152,3 +154,19 @@ def test_the_code_check_catches_lines_cut_by_a_broken_print_css(chromium, site_u
     page.close()
     cut = missing_code_lines(page_texts(broken), source, page_edges(broken))
     assert len(cut) >= 5, cut
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_text_layer_has_no_radical_for_an_ideograph(editions, lang):
+    """Copied, pasted or searched, 页 stays 页: no CJK radical code point in the
+    text layer (Noto CJK draws 页 and ⻚ with one glyph), and the site's own text
+    has none either."""
+    _, _, texts = editions[lang]
+    assert radical_problems(texts) == []
+    for page in site_pages(SITE, lang):
+        html = (SITE / lang / page).read_text(encoding="utf-8")
+        assert not RADICAL.search(html), page
+
+
+def test_a_radical_in_the_text_layer_is_caught():
+    assert radical_problems(["页码", "第 3 ⻚"]) == ["page 2: ⻚"]
