@@ -280,19 +280,27 @@ CMAP_RANGE = re.compile(  # first code, last code, text of the first (or a list)
 
 @functools.cache
 def radical_ideographs(font: Path = NOTO_CJK) -> dict[int, int]:
-    """CJK radical -> the ideograph drawn with the same glyph in Noto Sans CJK SC."""
+    """CJK radical -> the ideograph drawn with the same glyph in Noto Sans CJK.
+
+    Each face of the collection is asked (SC first): a page in English draws
+    its Chinese with another face (⻄ and 西 are one glyph in the JP face only).
+    """
     if not font.exists():
         return {}
-    from fontTools.ttLib import TTFont
+    from fontTools.ttLib import TTCollection
 
-    cmap = TTFont(str(font), fontNumber=2, lazy=True).getBestCmap()
-    ideograph: dict[str, int] = {}
-    for cp, glyph in sorted(cmap.items()):
-        if 0x4E00 <= cp <= 0x9FFF:
-            ideograph.setdefault(glyph, cp)
-    return {
-        cp: ideograph[g] for cp, g in cmap.items() if cp in RADICALS and g in ideograph
-    }
+    faces = TTCollection(str(font), lazy=True).fonts
+    table: dict[int, int] = {}
+    for face in [faces[2], *faces[:2], *faces[3:]]:  # face 2 is SC
+        cmap = face.getBestCmap()
+        ideograph: dict[str, int] = {}
+        for cp, glyph in sorted(cmap.items()):
+            if 0x4E00 <= cp <= 0x9FFF:
+                ideograph.setdefault(glyph, cp)
+        for cp, glyph in cmap.items():
+            if cp in RADICALS and glyph in ideograph:
+                table.setdefault(cp, ideograph[glyph])
+    return table
 
 
 def _cmap_entries(body: str, ranges: bool) -> list[tuple[int, str]]:
