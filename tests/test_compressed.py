@@ -39,3 +39,14 @@ def test_copies_of_removed_files_are_removed(tmp_path):
     (tmp_path / "a.js").unlink()
     assert precompress(tmp_path) == (0, 2)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_replaced_by_an_older_one_is_compressed_again(tmp_path):
+    """Sphinx copies static files with their source's time, maybe an older one."""
+    page = tmp_path / "theme.css"
+    page.write_text("a { color: red }\n" * 200)
+    precompress(tmp_path)
+    page.write_text("b { color: blue }\n" * 200)
+    os.utime(page, (1, 1))  # older than the copies
+    assert precompress(tmp_path) == (2, 0)
+    assert gzip.decompress(Path(f"{page}.gz").read_bytes()) == page.read_bytes()

@@ -41,8 +41,12 @@ def _compress(data: bytes, suffix: str) -> bytes:
 def precompress(site: Path) -> tuple[int, int]:
     """Write ``f.gz`` and ``f.br`` beside each text file ``f`` of ``site``.
 
-    A copy newer than its file is kept; copies of files that are gone are
-    removed. Returns how many copies were written and how many removed.
+    Each copy carries its file's modification time, and a copy whose time
+    differs from its file's is stale: written again here, never served. (Sphinx
+    copies static files with their source's time, which can be older than a
+    copy made before, so "newer than its file" would keep a stale copy.)
+    Copies of files that are gone are removed. Returns how many copies were
+    written and how many removed.
 
     Example:
         >>> import tempfile
@@ -66,13 +70,20 @@ def precompress(site: Path) -> tuple[int, int]:
             continue
         for suffix in ENCODINGS.values():
             copy = path.with_name(path.name + suffix)
-            if copy.exists() and copy.stat().st_mtime >= path.stat().st_mtime:
+            if is_current(copy, path):
                 continue
             tmp = copy.with_name(f".{copy.name}.tmp")
             tmp.write_bytes(_compress(path.read_bytes(), suffix))
+            mtime = path.stat().st_mtime_ns
+            os.utime(tmp, ns=(mtime, mtime))
             os.replace(tmp, copy)
             written += 1
     return written, removed
+
+
+def is_current(copy: Path, path: Path) -> bool:
+    """Whether ``copy`` was made from ``path`` as it is (same modification time)."""
+    return copy.is_file() and copy.stat().st_mtime_ns == path.stat().st_mtime_ns
 
 
 class CompressedHandler(http.server.SimpleHTTPRequestHandler):
@@ -87,13 +98,9 @@ class CompressedHandler(http.server.SimpleHTTPRequestHandler):
         if path.is_file():
             for encoding, suffix in ENCODINGS.items():
                 copy = path.with_name(path.name + suffix)
-                # A copy older than its file (the file edited since the build,
-                # as the tests' broken copies are) is stale: never sent.
-                if (
-                    encoding in accepted
-                    and copy.is_file()
-                    and copy.stat().st_mtime >= path.stat().st_mtime
-                ):
+                # A stale copy (the file edited since the build, as the tests'
+                # broken copies are) is never sent.
+                if encoding in accepted and is_current(copy, path):
                     return self._send_copy(path, copy, encoding)
         return super().send_head()
 
