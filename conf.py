@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 import book_build  # noqa: E402
+import book_math  # noqa: E402
 
 LANG = os.environ.get("MHA_BOOK_LANG")
 if LANG not in ("zh", "en"):
@@ -35,7 +36,7 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx.ext.mathjax",
+    "book_math",  # the math as HTML, rendered by KaTeX during the build
     "sphinx_copybutton",
     "sphinxcontrib.bibtex",
     "sphinx_togglebutton",
@@ -98,11 +99,13 @@ templates_path = ["docs/_templates"]
 html_static_path = [
     "docs/_static",
     str(ROOT / "mha_book" / "static"),
-    book_build.offline_mathjax_dir(),
+    book_math.katex_static_dir(),
 ]
 html_css_files = ["book.css"]
 html_js_files = ["book.js"]
-mathjax_path = "mathjax/tex-chtml.js"
+katex_prerender = True
+katex_css_path = book_math.CSS_NAME
+katex_js_path = book_math.katex_js_path()
 # The theme's UI strings its zh catalogue lacks (docs/locale/zh_CN/LC_MESSAGES/sphinx.po).
 locale_dirs = ["../locale"]  # relative to docs/<lang>
 gettext_auto_build = True

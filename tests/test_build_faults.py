@@ -3,6 +3,7 @@ and its tools never delete what they did not make."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -124,30 +125,41 @@ def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratc
     assert "refusing" not in result.stdout
 
 
-def test_the_offline_mathjax_copy_is_keyed_on_the_package_version(
-    tmp_path, monkeypatch
-):
+def test_the_katex_copy_is_keyed_on_the_katex_version(tmp_path, monkeypatch):
     import importlib
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("MHA_BOOK_BUILD_DIR", str(tmp_path))
     monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
-    import book_build
+    import book_math
 
-    book_build = importlib.reload(book_build)  # BUILD follows MHA_BOOK_BUILD_DIR
-    real = book_build.metadata.distribution("sphinx-mathjax-offline")
-    first = Path(book_build.offline_mathjax_dir())
-    assert first == tmp_path / "static_mathjax" / real.version
-    assert (first / "mathjax" / "tex-chtml.js").is_file()
+    book_math = importlib.reload(book_math)  # BUILD follows MHA_BOOK_BUILD_DIR
+    version = book_math.katex_version()
+    first = Path(book_math.katex_static_dir())
+    assert first == tmp_path / "static_katex" / version
+    css = (first / "katex" / "katex.min.css").read_text()
+    fonts = {f.name for f in (first / "katex" / "fonts").iterdir()}
+    named = set(re.findall(r"url\(fonts/([^)]+)\)", css))
+    assert named and named == fonts  # every font it names is there, and only WOFF2
+    assert all(name.endswith(".woff2") for name in named)
 
-    class Upgraded:
-        version = "99.0"
-        locate_file = staticmethod(real.locate_file)
+    monkeypatch.setattr(book_math, "katex_version", lambda: "99.0")
+    second = Path(book_math.katex_static_dir())
+    assert second == tmp_path / "static_katex" / "99.0"
+    assert (second / "katex" / "katex.min.css").is_file()
 
-    monkeypatch.setattr(book_build.metadata, "distribution", lambda name: Upgraded)
-    second = Path(book_build.offline_mathjax_dir())
-    assert second == tmp_path / "static_mathjax" / "99.0"
-    assert (second / "mathjax" / "tex-chtml.js").is_file()
+
+def test_a_missing_katex_says_how_to_install_it(tmp_path, monkeypatch):
+    import importlib
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
+    import book_math
+
+    book_math = importlib.reload(book_math)
+    monkeypatch.setattr(book_math, "KATEX_PACKAGE", tmp_path / "katex")
+    with pytest.raises(RuntimeError, match=r"make html.*package-lock\.json"):
+        book_math.katex_static_dir()
 
 
 def test_a_second_build_in_the_same_folder_is_refused(scratch):

@@ -131,15 +131,22 @@ def test_nothing_is_fetched_from_another_host(site):
         assert not re.search(r"url\(\s*['\"]?(https?:)?//", read(css)), css
 
 
-def test_math_is_served_from_the_site(site):
-    html = read(site / "en" / "index.html")
-    src = re.search(r'<script[^>]+src="([^"?]*tex-chtml\.js)[^"]*"', html)
-    assert src, "MathJax is not loaded"
-    assert (site / "en" / src.group(1)).exists()
-    fonts = list(
-        (site / "en/_static/mathjax/output/chtml/fonts/woff-v2").glob("*.woff")
-    )
-    assert fonts, "MathJax fonts are missing"
+def test_math_is_html_from_the_build_styled_from_the_site(site):
+    """Formulas are KaTeX's HTML in the page; its stylesheet and fonts come from
+    the site; no page loads a script to typeset math."""
+    for lang in ("zh", "en"):
+        html = read(site / lang / "02-scaled-dot-product.html")
+        assert html.count('class="katex"') > 20
+        assert "katex-error" not in html
+        href = re.search(r'<link[^>]+href="([^"?]*katex\.min\.css)[^"]*"', html)
+        assert href, "KaTeX's stylesheet is not linked"
+        css_path = site / lang / href.group(1)
+        fonts = re.findall(r"url\(([^)]+)\)", read(css_path))
+        assert fonts and all(f.endswith(".woff2") for f in fonts)
+        assert all((css_path.parent / f).is_file() for f in fonts)
+        for page in (site / lang).glob("*.html"):
+            scripts = re.findall(r'<script[^>]+src="([^"]+)"', read(page))
+            assert not [s for s in scripts if re.search(r"(?i)mathjax|katex", s)], page
 
 
 def test_chinese_search_index_holds_chinese_words(site):

@@ -534,7 +534,7 @@ def page_weight_section(build: Path) -> str:
     )
     parts.append(
         "<table><tr><th>page</th><th>KiB</th><th>images KiB</th><th>requests</th>"
-        "<th>load ms</th><th>LCP ms</th><th>MathJax</th></tr>"
+        "<th>load ms</th><th>LCP ms</th><th>math</th></tr>"
     )
     for key, r in data["pages"].items():
         parts.append(
@@ -542,7 +542,7 @@ def page_weight_section(build: Path) -> str:
             f'<td class="num">{r["bytes"] / 1024:.0f}</td>'
             f'<td class="num">{r["by_kind"].get("image", 0) / 1024:.0f}</td>'
             f'<td class="num">{r["requests"]}</td><td class="num">{r["load_ms"]}</td>'
-            f'<td class="num">{r["lcp_ms"]}</td><td>{"yes" if r["mathjax"] else "no"}</td></tr>'
+            f'<td class="num">{r["lcp_ms"]}</td><td>{"yes" if r.get("math_css") else "no"}</td></tr>'
         )
     parts.append("</table>")
     for lang, s in data.get("summary", {}).items():

@@ -12,8 +12,9 @@ The route is Jupyter Book's HTML-to-PDF one: no LaTeX. Playwright drives
 Debian's Chromium (/usr/bin/chromium) over the site served on 127.0.0.1.
 Each chapter, in the order of the book's table of contents (the sidebar of
 index.html: the introduction, chapters 01-15, the API reference, the
-glossary, the references), is printed on its own, after MathJax has typeset
-it, every image has decoded and every collapsed cell and solution is open;
+glossary, the references), is printed on its own, once its fonts (KaTeX's
+among them: the math is HTML written by the build) have loaded, every image
+has decoded and every collapsed cell and solution is open;
 the site's print CSS (docs/_static/book.css) hides the page chrome and wraps
 long code lines. The running header (book and chapter title) and the page
 number are CSS page-margin boxes; each chapter's numbering starts where the
@@ -119,17 +120,12 @@ PREPARE_JS = """async () => {
     img.loading = "eager";
     try { await img.decode(); } catch (e) {}
   }
-  if (document.querySelector(".math")) {
-    for (let i = 0; i < 200 && !(window.MathJax && MathJax.startup && MathJax.startup.promise); i++)
-      await new Promise((r) => setTimeout(r, 50));
-    if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
-  }
   await document.fonts.ready;
   const h1 = document.querySelector("article.bd-article h1");
   const title = h1.cloneNode(true);
   title.querySelectorAll(".headerlink").forEach((a) => a.remove());
   return {title: title.textContent.trim(),
-          typeset: document.querySelectorAll("mjx-container").length,
+          typeset: document.querySelectorAll(".math .katex").length,
           math: document.querySelectorAll(".math").length,
           images: [...document.querySelectorAll("article.bd-article img")].filter((i) => i.naturalWidth > 0).length};
 }"""
@@ -154,8 +150,11 @@ def print_chapter(page, url: str, book: str, first_page: int) -> tuple[bytes, di
     """Print one page of the site; return the PDF and what the page held."""
     page.goto(url, wait_until="networkidle")
     facts = page.evaluate(PREPARE_JS)
-    if facts["math"] and not facts["typeset"]:
-        raise RuntimeError(f"{url}: MathJax typeset nothing")
+    if facts["typeset"] < facts["math"]:
+        raise RuntimeError(
+            f"{url}: {facts['math'] - facts['typeset']} of {facts['math']} formulas "
+            "lack KaTeX's markup (the math is rendered by the build: docs/_ext/book_math.py)"
+        )
     page.add_style_tag(content=page_css(book, facts["title"], first_page))
     pdf = page.pdf(prefer_css_page_size=True, print_background=True)
     return pdf, facts

@@ -7,7 +7,6 @@
 * ``ChineseQuerySearch``: Chinese search that also segments the reader's
   query in the browser (greedy longest match against the index), so
   多头注意力 typed without spaces finds the pages that contain it.
-* ``offline_mathjax_dir``: the MathJax 3 files served from the site itself.
 * kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
 * the attention explorer's files (``mha_book/static``) on the pages that use it.
 * images after a page's first load lazily (``loading="lazy"``).
@@ -24,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 from docutils import nodes
@@ -158,47 +156,6 @@ class ChineseQuerySearch(SearchChinese):
     # not exist: every search dies with "Stemmer is not defined". Naming the
     # stemmer after the code that is really shipped fixes it.
     language_name = "English"
-
-
-# --- offline MathJax -------------------------------------------------------
-MATHJAX_PARTS = [
-    "tex-chtml.js",
-    "output/chtml",
-    "input/tex/extensions",
-    "a11y",
-    "ui",
-    "adaptors",
-]
-
-
-def offline_mathjax_dir() -> str:
-    """Copy the needed MathJax 3 files once into _build/static_mathjax/<version>/.
-
-    The folder is keyed on the package version, so upgrading
-    sphinx-mathjax-offline publishes the new files, never a stale copy. The
-    zh and en builds start together, so the copy is made in a private folder
-    and renamed into place; whichever build gets there second uses it.
-    """
-    dist = metadata.distribution("sphinx-mathjax-offline")
-    src = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
-    dest_root = BUILD / "static_mathjax" / dist.version
-    if (dest_root / "mathjax").is_dir():
-        return str(dest_root)
-    tmp = BUILD / f".static_mathjax-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    for part in MATHJAX_PARTS:
-        s, d = src / part, tmp / "mathjax" / part
-        d.parent.mkdir(parents=True, exist_ok=True)
-        if s.is_dir():
-            shutil.copytree(s, d)
-        else:
-            shutil.copy2(s, d)
-    dest_root.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(tmp, dest_root)
-    except OSError:  # the other build renamed its copy first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return str(dest_root)
 
 
 # --- execution report ------------------------------------------------------

@@ -74,16 +74,25 @@ BROKEN_IMAGES_JS = """async () => {
   return bad;
 }"""
 
+# The math is HTML written by KaTeX during the build (docs/_ext/book_math.py):
+# every formula Sphinx marks (.math) holds KaTeX's markup and none is an
+# error, KaTeX's stylesheet applies, and its fonts load.
 MATH_JS = """async () => {
-  const hasMath = document.querySelector(".math, div.math, span.math") !== null;
-  if (!hasMath) return {hasMath, typeset: 0, errors: 0};
-  for (let i = 0; i < 100 && !(window.MathJax && MathJax.startup && MathJax.startup.promise); i++)
-    await new Promise((r) => setTimeout(r, 50));
-  if (!(window.MathJax && MathJax.startup)) return {hasMath, typeset: -1, errors: 0};
-  await MathJax.startup.promise;
-  return {hasMath,
-          typeset: document.querySelectorAll("mjx-container").length,
-          errors: document.querySelectorAll("mjx-merror, [data-mjx-error]").length};
+  const maths = [...document.querySelectorAll("span.math, div.math")];
+  if (!maths.length) return {hasMath: false, untypeset: 0, errors: 0, styled: true, fonts: 0, cut: 0};
+  await document.fonts.ready;
+  const first = document.querySelector(".katex");
+  // A display formula wider than the column must start inside it (and scroll).
+  const cut = [...document.querySelectorAll("div.math")].filter((m) => {
+    const start = m.querySelector(".katex-html .base");
+    return start && m.offsetParent && start.getBoundingClientRect().left < m.getBoundingClientRect().left - 1;
+  }).length;
+  return {hasMath: true, cut,
+          untypeset: maths.filter((m) => !m.querySelector(".katex")).length,
+          errors: document.querySelectorAll(".katex-error").length,
+          styled: !!first && getComputedStyle(first).fontFamily.includes("KaTeX_Main"),
+          fonts: [...document.fonts].filter((f) => f.family.replace(/"/g, "").startsWith("KaTeX_")
+                                              && f.status === "loaded").length};
 }"""
 
 
@@ -114,12 +123,28 @@ def load_problems(page, seen: dict[str, list[str]]) -> list[str]:
     problems += [f"failed request: {u}" for u in seen["failed"]]
     problems += [f"request left localhost: {u}" for u in seen["remote"]]
     problems += [f"image not decoded: {src}" for src in page.evaluate(BROKEN_IMAGES_JS)]
-    math = page.evaluate(MATH_JS)
-    if math["hasMath"] and math["typeset"] <= 0:
-        problems.append("math is not typeset")
-    if math["errors"]:
-        problems.append(f"{math['errors']} MathJax error(s)")
+    problems += math_problems(page.evaluate(MATH_JS))
     page.unroute("**/*")
+    return problems
+
+
+def math_problems(math: dict) -> list[str]:
+    """What :data:`MATH_JS` found wrong with a page's formulas."""
+    if not math["hasMath"]:
+        return []
+    problems = []
+    if math["untypeset"]:
+        problems.append(f"{math['untypeset']} formula(s) without KaTeX's markup")
+    if math["errors"]:
+        problems.append(f"{math['errors']} KaTeX error(s)")
+    if not math["styled"]:
+        problems.append("KaTeX's stylesheet does not apply")
+    if not math["fonts"]:
+        problems.append("no KaTeX font loaded")
+    if math["cut"]:
+        problems.append(
+            f"{math['cut']} display formula(s) start left of the column, out of reach"
+        )
     return problems
 
 
@@ -184,8 +209,8 @@ SCROLL_JS = """(width) => {
   for (const el of document.querySelectorAll("body *")) {
     const r = el.getBoundingClientRect(), style = getComputedStyle(el);
     if (r.width === 0 || r.right <= width + 1 || style.position === "fixed") continue;
-    // mjx-assistive-mml is MathJax's clipped, invisible copy for screen readers.
-    if (style.visibility === "hidden" || el.closest("[hidden], .onlyprint, .d-none, mjx-assistive-mml")) continue;
+    // .katex-mathml is KaTeX's clipped, invisible MathML copy for screen readers.
+    if (style.visibility === "hidden" || el.closest("[hidden], .onlyprint, .d-none, .katex-mathml")) continue;
     if (scrollsItself(el)) continue;
     wide.push(`${el.tagName.toLowerCase()}${el.className ? "." + [...el.classList].join(".") : ""}`
               + ` reaches ${Math.round(r.right)} px`);

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -78,6 +79,9 @@ ENTRIES_JS = """() => {
   };
 }"""
 
+# A math typesetter run in the browser (MathJax, KaTeX's script): the build
+# renders the math, so no page may load one.
+MATH_SCRIPT = re.compile(r"(?i)(mathjax|katex)[^/]*\.m?js$|/mathjax/")
 KINDS = {
     ".css": "css",
     ".js": "js",
@@ -116,7 +120,8 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
     """Load ``url`` in a fresh context (cold cache) and measure it.
 
     Returns ``{"bytes": total, "by_kind": {...}, "requests": n, "load_ms",
-    "lcp_ms", "blocking_ms", "mathjax": bool, "images": [...], "problems": [...]}``,
+    "lcp_ms", "blocking_ms", "math_css": bool, "math_scripts": [...], "images": [...],
+    "problems": [...]}``,
     and ``"inspected"``: what ``inspect(page)`` returned on the loaded page.
     ``throttle``: on Lighthouse's mobile profile (slow 4G, CPU 4x slower).
     """
@@ -131,13 +136,14 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
         seen = watch(page)
         page.goto(url, wait_until="load")
-        # MathJax fetches its fonts and extensions after the load event.
+        # Fonts and lazy images may still arrive after the load event.
         page.wait_for_load_state("networkidle")
         data = page.evaluate(ENTRIES_JS)
         inspected = inspect(page) if inspect else None
     finally:
         context.close()
     by_kind = {"html": data["nav"]["transferSize"]}
+    names = [urlsplit(e["name"]).path for e in data["resources"]]
     for entry in data["resources"]:
         kind = kind_of(entry["name"])
         by_kind[kind] = by_kind.get(kind, 0) + entry["transferSize"]
@@ -150,7 +156,10 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
         "load_ms": round(data["nav"]["load"]),
         "lcp_ms": round(data["lcp"]),
         "blocking_ms": blocking_ms(data["fcp"], data["longTasks"]),
-        "mathjax": any("/mathjax/" in e["name"] for e in data["resources"]),
+        # KaTeX's stylesheet (its fonts follow); the math itself is HTML from the build.
+        "math_css": any(name.endswith("/katex.min.css") for name in names),
+        # A script that typesets math in the browser: there must be none.
+        "math_scripts": [name for name in names if MATH_SCRIPT.search(name)],
         "images": sorted(
             urlsplit(e["name"]).path.rsplit("/", 1)[-1]
             for e in data["resources"]
@@ -241,13 +250,13 @@ def table(results: dict[str, dict]) -> str:
     """The measurements as a plain-text table, one row a page, then the summary."""
     kinds = ("html", "css", "js", "font", "image", "other")
     head = f"{'page':32} {'KiB':>7} " + " ".join(f"{k:>6}" for k in kinds)
-    lines = [head + f" {'req':>4} {'load ms':>8} {'LCP ms':>7} {'TBT ms':>7} mathjax"]
+    lines = [head + f" {'req':>4} {'load ms':>8} {'LCP ms':>7} {'TBT ms':>7} math"]
     for key, r in results.items():
         cells = " ".join(f"{r['by_kind'].get(k, 0) / 1024:6.0f}" for k in kinds)
         lines.append(
             f"{key:32} {r['bytes'] / 1024:7.0f} {cells} {r['requests']:4} "
             f"{r['load_ms']:8} {r['lcp_ms']:7} {r.get('blocking_ms', 0):7} "
-            f"{'yes' if r['mathjax'] else 'no'}"
+            f"{'yes' if r.get('math_css') else 'no'}"
         )
     for lang, s in summary(results).items():
         lines.append(

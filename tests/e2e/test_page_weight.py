@@ -1,5 +1,5 @@
 """Fast pages: every page's first load within the budget, figures sized for the
-column and lazy below the fold, MathJax only where there is math.
+column and lazy below the fold, KaTeX's stylesheet only where there is math, and no math script anywhere.
 
 The measurements (tests/e2e/page_weight.py) go to ``<build>/page-weight.json``
 and onto ``build-report.html`` once every page has been measured.
@@ -11,7 +11,7 @@ import shutil
 import sys
 
 import pytest
-from browser import MATH_JS, serve, site_pages
+from browser import MATH_JS, math_problems, serve, site_pages
 from conftest import ROOT, SITE
 from page_weight import (
     ARTICLE_IMAGES_JS,
@@ -48,7 +48,7 @@ IDS = [f"{lang}/{path}" for lang, path in PAGES]
 
 
 def has_math(lang: str, path: str, site=SITE) -> bool:
-    """Whether the page holds math for MathJax (Sphinx marks it ``class="math``)."""
+    """Whether the page holds math (Sphinx marks each formula ``class="math``)."""
     return 'class="math' in (site / lang / path).read_text(encoding="utf-8")
 
 
@@ -66,16 +66,17 @@ def budget_problems(r: dict, budget=BUDGET) -> list[str]:
     return problems
 
 
-def mathjax_problems(r: dict, math: bool) -> list[str]:
-    """MathJax loads on a page with math, and typesets it; elsewhere it never loads."""
-    typeset = r["inspected"]["math"]
+def katex_problems(r: dict, math: bool) -> list[str]:
+    """No math script anywhere; KaTeX's stylesheet exactly on the pages with math,
+    whose formulas are KaTeX's HTML, styled, in its fonts (browser.math_problems)."""
+    problems = [f"a math script loaded: {name}" for name in r["math_scripts"]]
     if not math:
-        return ["MathJax loaded on a page without math"] if r["mathjax"] else []
-    if not r["mathjax"]:
-        return ["a page with math did not load MathJax"]
-    if typeset["typeset"] <= 0 or typeset["errors"]:
-        return [f"math not typeset: {typeset}"]
-    return []
+        if r["math_css"]:
+            problems.append("KaTeX's stylesheet loaded on a page without math")
+        return problems
+    if not r["math_css"]:
+        problems.append("a page with math did not load KaTeX's stylesheet")
+    return problems + math_problems(r["inspected"]["math"])
 
 
 def inspect(page) -> dict:
@@ -116,14 +117,14 @@ def test_first_load_is_within_budget(chromium, site_url, measurements, lang, pat
     measurements[f"{lang}/{path}"] = r
     checks = {
         "budget": budget_problems(r),
-        "mathjax only with math": mathjax_problems(r, has_math(lang, path)),
+        "math rendered by the build": katex_problems(r, has_math(lang, path)),
         "images below the first lazy": lazy_problems(r["inspected"]["images"]),
     }
     assert {k: v for k, v in checks.items() if v} == {}
 
 
 def test_some_pages_have_no_math():
-    """The MathJax check above sees both kinds of page."""
+    """The math check above sees both kinds of page."""
     without = [key for (lang, path), key in zip(PAGES, IDS) if not has_math(lang, path)]
     assert without and len(without) < len(PAGES)
 
@@ -171,20 +172,70 @@ def test_a_page_over_budget_is_reported(chromium, broken_site):
     assert budget_problems(r, {**BUDGET, "bytes": 10**9}) == []
 
 
-def test_mathjax_on_a_page_without_math_is_reported(chromium, broken_site):
+def test_math_css_or_a_math_script_on_a_page_without_math_is_reported(
+    chromium, broken_site
+):
     html = broken_site / "en" / "glossary.html"
     assert not has_math("en", "glossary.html", broken_site)
+    shutil.copy(
+        broken_site / "en/_static/katex/katex.min.css",
+        broken_site / "en/_static/katex/katex.js",
+    )
     text = html.read_text(encoding="utf-8")
     html.write_text(
         text.replace(
             "</head>",
-            '<script defer src="_static/mathjax/tex-chtml.js"></script></head>',
+            '<link rel="stylesheet" href="_static/katex/katex.min.css" />'
+            '<script defer src="_static/katex/katex.js"></script></head>',
         ),
         encoding="utf-8",
     )
     with serve(broken_site) as url:
         r = measure(phone_context(chromium), f"{url}/en/glossary.html", inspect)
-    assert mathjax_problems(r, False) == ["MathJax loaded on a page without math"]
+    assert katex_problems(r, False) == [
+        "a math script loaded: /en/_static/katex/katex.js",
+        "KaTeX's stylesheet loaded on a page without math",
+    ]
+
+
+def test_math_without_its_stylesheet_is_reported(chromium, broken_site):
+    html = broken_site / "en" / "02-scaled-dot-product.html"
+    assert has_math("en", "02-scaled-dot-product.html", broken_site)
+    text = html.read_text(encoding="utf-8")
+    html.write_text(
+        re.sub(r"<link[^>]*katex\.min\.css[^>]*>", "", text), encoding="utf-8"
+    )
+    with serve(broken_site) as url:
+        r = measure(
+            phone_context(chromium), f"{url}/en/02-scaled-dot-product.html", inspect
+        )
+    problems = katex_problems(r, True)
+    assert "a page with math did not load KaTeX's stylesheet" in problems
+    assert "KaTeX's stylesheet does not apply" in problems
+    assert "no KaTeX font loaded" in problems
+
+
+def test_a_wide_formula_centred_out_of_reach_is_reported(chromium, broken_site):
+    """Chapter 12's widest formula is wider than a phone's column: with KaTeX's
+    own centring (book.css's fix undone) its start is cut off."""
+    html = broken_site / "zh" / "12-flash-attention.html"
+    text = html.read_text(encoding="utf-8")
+    html.write_text(
+        text.replace(
+            "</head>",
+            "<style>div.math .katex-display > .katex { display: block !important; }</style></head>",
+        ),
+        encoding="utf-8",
+    )
+    with serve(broken_site) as url:
+        fixed = measure(
+            phone_context(chromium), f"{url}/en/12-flash-attention.html", inspect
+        )
+        broken = measure(
+            phone_context(chromium), f"{url}/zh/12-flash-attention.html", inspect
+        )
+    assert fixed["inspected"]["math"]["cut"] == 0
+    assert any("out of reach" in p for p in math_problems(broken["inspected"]["math"]))
 
 
 def test_an_oversized_figure_is_reported(broken_site):
