@@ -255,6 +255,39 @@ def _lazy_images(app, doctree, docname):
             image["loading"] = "lazy"
 
 
+# --- figures drawn for high-density screens are shown at their CSS size ------
+def _figure_widths(app, doctree, docname):
+    """Give each figure drawn at several pixels per CSS pixel its CSS width.
+
+    ``mha_book.plot.figure_png`` draws at 3 image pixels per CSS pixel and
+    records the density in the PNG; the page shows the image at its width /
+    density CSS px (never wider than the column: the theme's ``max-width``),
+    so a phone's screen of 3 device pixels per CSS pixel gets a pixel for
+    each of its own. The height follows the width.
+    """
+    from PIL import Image
+
+    from mha_book.plot import DENSITY_KEY
+
+    for image in doctree.findall(nodes.image):
+        uri = image.get("uri", "")
+        if not uri.endswith(".png") or "width" in image or "://" in uri:
+            continue
+        path = (
+            Path(uri)
+            if Path(uri).is_absolute()
+            else Path(app.env.relfn2path(uri, docname)[1])
+        )
+        try:
+            with Image.open(path) as png:
+                density = int(png.text.get(DENSITY_KEY, "1"))
+                width = png.width
+        except (OSError, ValueError):
+            continue  # Sphinx itself reports a missing image
+        if density > 1:
+            image["width"] = f"{round(width / density)}px"
+
+
 # --- the theme's header buttons in the page's language -------------------------
 # sphinx-book-theme's own zh_CN catalogue says 列印成 PDF (Taiwanese usage).
 ZH_BUTTON_LABELS = {"列印成 PDF": "打印为 PDF", "Print to PDF": "打印为 PDF"}
@@ -509,6 +542,7 @@ def setup(app):
     app.connect("doctree-read", _hide_machine_paths)
     app.add_config_value("book_eager_images", EAGER_IMAGES, "html", types=[int])
     app.connect("doctree-resolved", _lazy_images)
+    app.connect("doctree-resolved", _figure_widths)
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _localise_header_buttons, priority=900)
     app.connect("html-page-context", _offer_book_pdf, priority=901)

@@ -303,6 +303,22 @@ def figure_text_problems(page, url: str | None, site: Path) -> list[str]:
     return problems
 
 
+def upscaled_figure_problems(page, url: str | None, dpr: int) -> list[str]:
+    """Every figure has at least ``dpr`` image pixels per CSS pixel it is shown at.
+
+    A screen with ``dpr`` device pixels per CSS pixel (3 on most phones, 2 on
+    many laptops) draws a figure with fewer image pixels than that upscaled,
+    and soft. ``mha_book.plot.figure_png`` draws at 3.
+    """
+    _load(page, url)
+    return [
+        f"{fig['src']}: {fig['natural']} px wide shown at {fig['shown']:.0f} CSS px, "
+        f"upscaled at {dpr} device px per CSS px"
+        for fig in page.evaluate(FIGURES_JS)
+        if fig["shown"] and fig["natural"] < dpr * fig["shown"] - 1
+    ]
+
+
 # --- the zh interface speaks Chinese ----------------------------------------------
 # Latin words a zh reader may see in the page chrome: names, file types, keys.
 UI_LATIN_ALLOWED = {

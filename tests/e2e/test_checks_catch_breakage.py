@@ -15,6 +15,7 @@ from browser import (
     search_hits,
     serve,
     switch_problems,
+    upscaled_figure_problems,
 )
 from conftest import SITE
 
@@ -159,3 +160,25 @@ def test_a_second_search_field_is_reported(page, broken_site):
     with serve(broken_site) as url:
         problems = search_field_problems(page, f"{url}/en/01-overview.html")
     assert len(problems) == 1 and problems[0].startswith("2 search fields")
+
+
+def test_a_figure_drawn_at_one_pixel_per_css_pixel_is_reported(phone, broken_site):
+    """The figure as it was drawn before (110 dpi): soft on a phone's screen."""
+    from PIL import Image
+
+    html, src = first_page_with_image(broken_site)
+    with serve(broken_site) as url:
+        assert upscaled_figure_problems(phone, f"{url}/en/{html.name}", 3) == []
+    png = html.parent / src
+    image = Image.open(png)
+    text = dict(image.text)
+    small = image.resize((image.width // 3, image.height // 3))
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    for key, value in text.items():
+        info.add_text(key, value)
+    small.save(png, pnginfo=info)
+    with serve(broken_site) as url:
+        problems = upscaled_figure_problems(phone, f"{url}/en/{html.name}", 3)
+    assert any(src in p and "upscaled at 3" in p for p in problems), problems

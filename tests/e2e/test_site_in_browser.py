@@ -16,6 +16,7 @@ from browser import (
     search_hits,
     site_pages,
     switch_problems,
+    upscaled_figure_problems,
 )
 from conftest import SCREENSHOTS, SITE
 
@@ -45,6 +46,9 @@ def test_page_on_a_laptop(page, site_url, lang, other, path):
     checks = {
         "loads cleanly offline": load_problems(page, seen),
         "code fits its block": code_scroll_problems(page, None),
+        "figures sharp at 2 device px per CSS px": upscaled_figure_problems(
+            page, None, 2
+        ),
         "one search field": search_field_problems(page, None),
     }
     if lang == "zh":  # the sidebars show at 1280 px
@@ -61,6 +65,9 @@ def test_page_on_a_phone(phone, site_url, lang, other, path):
         "loads cleanly offline": load_problems(phone, seen),
         "no sideways scroll": horizontal_scroll_problems(phone, None),
         "figure text is legible": figure_text_problems(phone, None, SITE),
+        "figures sharp at 3 device px per CSS px": upscaled_figure_problems(
+            phone, None, 3
+        ),
     }
     if lang == "zh":  # the header buttons
         checks["zh interface has no English"] = english_ui_problems(phone, None)
