@@ -13,8 +13,9 @@ and ``explorer.css``: no CDN, no framework, so it works offline. The HTML that
 notebook needs nothing else; the book's build also copies them into
 ``_static`` and loads them on the pages that show an explorer, and the inline
 script then only mounts the widget (it defines it only once per page). The
-weights travel as JSON inside the HTML, rounded to three decimals, and are
-also available as :attr:`AttentionExplorer.payload`.
+weights, rounded to three decimals, are :attr:`AttentionExplorer.payload`;
+they travel as JSON inside the HTML as whole thousandths (``"scale": 1000``:
+``123`` for 0.123), half the bytes of the decimals once gzipped.
 
 Legend: L layers, H heads, T tokens (queries and keys alike: self-attention).
 """
@@ -91,9 +92,24 @@ class AttentionExplorer:
         self.payload = payload
 
     @property
+    def wire(self) -> dict[str, Any]:
+        """``payload`` as the page carries it: each weight as whole thousandths.
+
+        Example:
+            >>> w = torch.tensor([[[[0.25, 0.75], [1.0, 0.0]]]])  # (L, H, T, T)
+            >>> wire = explore(["a", "b"], w).wire
+            >>> wire["weights"], wire["scale"]
+            ([[[[250, 750], [1000, 0]]]], 1000)
+        """
+        scale = 10**DECIMALS
+        weights = torch.tensor(self.payload["weights"], dtype=torch.float64)
+        whole = torch.round(weights * scale).to(torch.int64)  # (L, H, T, T)
+        return {**self.payload, "weights": whole.tolist(), "scale": scale}
+
+    @property
     def json(self) -> str:
-        """``payload`` as compact JSON, safe inside an HTML ``<script>``."""
-        text = json.dumps(self.payload, ensure_ascii=False, separators=(",", ":"))
+        """:attr:`wire` as compact JSON, safe inside an HTML ``<script>``."""
+        text = json.dumps(self.wire, ensure_ascii=False, separators=(",", ":"))
         # No "</script>" or "<!--" can end the element early: escape <, >, &.
         for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
             text = text.replace(char, escape)

@@ -157,8 +157,11 @@ def test_html_carries_the_data_the_script_and_the_style():
     explorer = explore(TOKENS, softmax_weights(), title="Ti")
     html = explorer._repr_html_()
     assert html.startswith('<div class="mha-explorer">')
-    assert embedded_json(html) == explorer.payload
-    assert json.loads(explorer.json) == explorer.payload
+    assert embedded_json(html) == explorer.wire == json.loads(explorer.json)
+    shown = torch.tensor(explorer.wire["weights"], dtype=torch.float64) / 1000
+    assert torch.equal(
+        shown, torch.tensor(explorer.payload["weights"], dtype=torch.float64)
+    )
     assert static_asset("explorer.js") in html
     assert static_asset("explorer.css") in html
     assert "<noscript>" in html

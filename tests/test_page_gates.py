@@ -87,9 +87,45 @@ def test_the_build_report_shows_no_empty_page_weight_section(tmp_path):
 
     unmeasured = page_weight_section(tmp_path)
     assert "Page weight" not in unmeasured and "<p>" not in unmeasured
-    (tmp_path / PAGE_WEIGHT).write_text(
-        '{"budget": {"bytes": 1024, "image_bytes": 1024, "load_ms": 1, "lcp_ms": 1},'
-        ' "measured": "today", "pages": {}}',
-        encoding="utf-8",
-    )
-    assert "Page weight" in page_weight_section(tmp_path)
+    (tmp_path / PAGE_WEIGHT).write_text("{not json", encoding="utf-8")
+    assert "<p>" not in page_weight_section(tmp_path)  # heals: measure again
+
+
+def test_the_page_weight_table_is_shown_only_for_the_build_it_measured(tmp_path):
+    import json
+
+    from build_book import PAGE_WEIGHT, page_weight_section, site_fingerprint
+
+    site = tmp_path / "html"
+    site.mkdir()
+    (site / "index.html").write_text("<p>one</p>", encoding="utf-8")
+    row = {
+        "bytes": 2048,
+        "by_kind": {"image": 0},
+        "requests": 3,
+        "blocking_ms": 7,
+        "lcp_ms": 900,
+        "load_ms": 1200,
+        "math_css": False,
+    }
+    data = {
+        "budget": {
+            "bytes": 1024,
+            "image_bytes": 1024,
+            "blocking_ms": 300,
+            "load_ms": 1,
+            "lcp_ms": 1,
+        },
+        "measured": "2026-12-04T20:00:00",
+        "site": site_fingerprint(site),
+        "summary": {},
+        "pages": {"en/index.html": row},
+    }
+    (tmp_path / PAGE_WEIGHT).write_text(json.dumps(data), encoding="utf-8")
+    fresh = page_weight_section(tmp_path)
+    assert "en/index.html" in fresh and "on this build" in fresh
+    assert "2026-12-04T20:00:00" in fresh
+    (site / "index.html").write_text("<p>two</p>", encoding="utf-8")  # a new build
+    stale = page_weight_section(tmp_path)
+    assert "en/index.html" not in stale
+    assert "another build" in stale and "2026-12-04T20:00:00" in stale

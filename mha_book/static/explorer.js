@@ -60,7 +60,10 @@
     if (!source) return;
     root.dataset.mounted = "true";
     const data = JSON.parse(source.textContent);
-    const { tokens, weights, labels } = data;
+    const { tokens, labels } = data;
+    // Whole thousandths in the page ("scale": 1000): back to weights in [0, 1].
+    const scale = data.scale || 1;
+    const weights = data.weights.map((l) => l.map((h) => h.map((row) => row.map((w) => w / scale))));
     const L = weights.length;
     const H = weights[0].length;
     const T = tokens.length;

@@ -496,7 +496,11 @@ def explorer_mismatches(
     mean over the heads when all heads are shown); with all heads, each head
     has its own colour, the legend's.
     """
-    weights = drawn["data"]["weights"][layer]  # (H, T, T)
+    scale = drawn["data"].get("scale", 1)  # whole thousandths in the page
+    weights = [
+        [[w / scale for w in row] for row in head]
+        for head in drawn["data"]["weights"][layer]
+    ]  # (H, T, T)
     H, T = len(weights), len(drawn["data"]["tokens"])
     heads = list(range(H)) if head == "all" else [head]
     problems = []

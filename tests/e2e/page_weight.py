@@ -236,7 +236,7 @@ def summary(results: dict[str, dict]) -> dict[str, dict]:
             "pages": len(rows),
             **{
                 f"{stat}_{field}": fn(r[field] for r in rows)
-                for field in ("bytes", "load_ms", "lcp_ms")
+                for field in ("bytes", "load_ms", "lcp_ms", "blocking_ms")
                 for stat, fn in (
                     ("max", max),
                     ("median", lambda v: round(statistics.median(list(v)))),

@@ -244,7 +244,7 @@ def test_weights_changed_after_drawing_are_reported(page, site_url):
           const data = JSON.parse(el.textContent);
           const row = data.weights[l][h][i];
           const k = row.indexOf(Math.max(...row));
-          row[k] = Math.round((row[k] + 0.25) * 1000) / 1000;  // moved, not drawn
+          row[k] = row[k] + 0.25 * data.scale;  // moved, not drawn (whole thousandths)
           el.textContent = JSON.stringify(data);
         }""",
         [layer, head, query],
