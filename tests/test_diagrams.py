@@ -109,7 +109,7 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
 def test_the_data_flow_has_one_size_in_both_editions(monkeypatch):
     # tools/check_numbers.py reads a glued figure's size as its text, the same in
     # both editions; each edition's PNG is still cut to its own longest label
-    from mha_book.plot import FIGURE_DPI, figure_png
+    from mha_book.plot import FIGURE_DPI, PIXEL_DENSITY, figure_png
 
     mha = MultiHeadAttention(512, 8).eval()
     x = torch.randn(2, 10, 512)
@@ -121,7 +121,8 @@ def test_the_data_flow_has_one_size_in_both_editions(monkeypatch):
         png = figure_png(fig)
         png_widths[lang] = int.from_bytes(png[16:20], "big")  # the IHDR width
     assert sizes["zh"] == sizes["en"]
-    assert max(png_widths.values()) < 0.8 * sizes["en"][0] * FIGURE_DPI  # cut
+    pixels_per_inch = FIGURE_DPI * PIXEL_DENSITY
+    assert max(png_widths.values()) < 0.8 * sizes["en"][0] * pixels_per_inch  # cut
     assert png_widths["zh"] != png_widths["en"]  # each to its own labels
 
 
