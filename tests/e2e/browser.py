@@ -209,8 +209,10 @@ SCROLL_JS = """(width) => {
   for (const el of document.querySelectorAll("body *")) {
     const r = el.getBoundingClientRect(), style = getComputedStyle(el);
     if (r.width === 0 || r.right <= width + 1 || style.position === "fixed") continue;
-    // .katex-mathml is KaTeX's clipped, invisible MathML copy for screen readers.
-    if (style.visibility === "hidden" || el.closest("[hidden], .onlyprint, .d-none, .katex-mathml")) continue;
+    // .katex-mathml is KaTeX's clipped, invisible MathML copy for screen readers;
+    // a stretchy glyph (a root's overbar, a wide arrow) is an SVG 400em wide
+    // that KaTeX clips to the formula in a .hide-tail box, itself checked here.
+    if (style.visibility === "hidden" || el.closest("[hidden], .onlyprint, .d-none, .katex-mathml, .hide-tail > svg")) continue;
     if (scrollsItself(el)) continue;
     wide.push(`${el.tagName.toLowerCase()}${el.className ? "." + [...el.classList].join(".") : ""}`
               + ` reaches ${Math.round(r.right)} px`);

@@ -177,7 +177,7 @@ def test_the_page_ships_the_script_and_style_once(site):
     assert html.count('class="mha-explorer"') >= 1
     assert static_asset("explorer.js") not in html
     assert static_asset("explorer.css") not in html
-    assert len(re.findall(r'<script src="_static/explorer\.js', html)) == 1
+    assert len(re.findall(r'<script (?:defer )?src="_static/explorer\.js', html)) == 1
     assert len(re.findall(r'href="_static/explorer\.css', html)) == 1
 
 

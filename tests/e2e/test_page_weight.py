@@ -181,19 +181,19 @@ def test_a_page_over_budget_is_reported(chromium, broken_site):
 
 
 def test_a_long_task_on_a_slow_phone_is_reported(chromium, broken_site):
-    """A script that keeps the main thread busy for 400 ms after the load is a
-    long task of 350 ms blocking time: over the budget."""
+    """A script that keeps the main thread busy for 2 s after the load is a
+    long task of 1,950 ms blocking time: over the budget."""
     html = broken_site / "en" / "glossary.html"
     text = html.read_text(encoding="utf-8")
     busy = (
         "<script>addEventListener('load', () => setTimeout(() => {"
-        " const t = performance.now(); while (performance.now() - t < 400) {} }, 0));"
+        " const t = performance.now(); while (performance.now() - t < 2000) {} }, 0));"
         "</script></head>"
     )
     html.write_text(text.replace("</head>", busy), encoding="utf-8")
     with serve(broken_site) as url:
         r = measure(phone_context(chromium), f"{url}/en/glossary.html", throttle=True)
-    assert r["blocking_ms"] >= 300, r
+    assert r["blocking_ms"] >= 1900, r
     assert any("ms of blocking time" in p for p in budget_problems(r)), r
 
 
@@ -241,14 +241,16 @@ def test_math_without_its_stylesheet_is_reported(chromium, broken_site):
 
 
 def test_a_wide_formula_centred_out_of_reach_is_reported(chromium, broken_site):
-    """Chapter 12's widest formula is wider than a phone's column: with KaTeX's
-    own centring (book.css's fix undone) its start is cut off."""
+    """Chapter 12's widest formula is wider than a phone's column. The theme
+    lays div.math out as a reversed flex row: without book.css's scrolling
+    box, the formula cannot shrink and overflows to the left, its start cut."""
     html = broken_site / "zh" / "12-flash-attention.html"
     text = html.read_text(encoding="utf-8")
     html.write_text(
         text.replace(
             "</head>",
-            "<style>div.math .katex-display > .katex { display: block !important; }</style></head>",
+            "<style>div.math .katex-display { overflow: visible !important; }"
+            " div.math .katex-display > .katex { display: block !important; }</style></head>",
         ),
         encoding="utf-8",
     )
