@@ -15,7 +15,8 @@ notebook needs nothing else; the book's build also copies them into
 script then only mounts the widget (it defines it only once per page). The
 weights, rounded to three decimals, are :attr:`AttentionExplorer.payload`;
 they travel as JSON inside the HTML as whole thousandths (``"scale": 1000``:
-``123`` for 0.123), half the bytes of the decimals once gzipped.
+``123`` for 0.123), about half the raw bytes of the decimals (gzip makes the
+two forms nearly the same size).
 
 Legend: L layers, H heads, T tokens (queries and keys alike: self-attention).
 """

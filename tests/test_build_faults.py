@@ -131,9 +131,10 @@ def test_the_katex_copy_is_keyed_on_the_katex_version(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("MHA_BOOK_BUILD_DIR", str(tmp_path))
     monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
+    import book_build
     import book_math
 
-    book_math = importlib.reload(book_math)  # BUILD follows MHA_BOOK_BUILD_DIR
+    importlib.reload(book_build)  # BUILD follows MHA_BOOK_BUILD_DIR
     version = book_math.katex_version()
     first = Path(book_math.katex_static_dir())
     assert first == tmp_path / "static_katex" / version

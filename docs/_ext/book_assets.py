@@ -117,16 +117,21 @@ def subset_icon_fonts(outdir: Path) -> set[int]:
     points = icon_code_points((outdir / THEME_CSS).read_text(encoding="utf-8"))
     wanted = {points[name] for name in icons_named(outdir) if name in points}
     options = subset.Options()
-    options.flavor = "woff2"
     options.layout_features = []
-    for font_path in sorted((outdir / WEBFONTS).glob("*.woff2")):
+    cut_fonts(sorted((outdir / WEBFONTS).glob("*.woff2")), wanted, options)
+    return wanted
+
+
+def cut_fonts(paths: list[Path], unicodes: set[int], options: subset.Options) -> None:
+    """Rewrite each WOFF2 font in ``paths`` in place with only the ``unicodes`` it has."""
+    options.flavor = "woff2"
+    for font_path in paths:
         font = TTFont(font_path)
         subsetter = subset.Subsetter(options)
-        subsetter.populate(unicodes=wanted & set(font.getBestCmap() or {}))
+        subsetter.populate(unicodes=unicodes & set(font.getBestCmap() or {}))
         subsetter.subset(font)
         font.flavor = "woff2"
         font.save(font_path)
-    return wanted
 
 
 KATEX_FONTS = Path("_static/katex/fonts")
@@ -177,16 +182,9 @@ def subset_math_fonts(outdir: Path) -> int:
     """
     wanted = {ord(c) for c in math_characters(outdir) if not c.isspace()}
     options = subset.Options()
-    options.flavor = "woff2"
     options.layout_features = ["*"]
     options.hinting = False  # a fifth of each font; screens draw KaTeX unhinted
-    for font_path in sorted((outdir / KATEX_FONTS).glob("*.woff2")):
-        font = TTFont(font_path)
-        subsetter = subset.Subsetter(options)
-        subsetter.populate(unicodes=wanted & set(font.getBestCmap() or {}))
-        subsetter.subset(font)
-        font.flavor = "woff2"
-        font.save(font_path)
+    cut_fonts(sorted((outdir / KATEX_FONTS).glob("*.woff2")), wanted, options)
     return len(wanted)
 
 
@@ -198,6 +196,14 @@ PURGED_RECORD = "purged.json"
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _purged_record(keep: Path) -> dict[str, str]:
+    """What the last purge wrote: site path -> digest ({} if none or unreadable)."""
+    try:
+        return json.loads((keep / PURGED_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def unpurged_dir(outdir: Path) -> Path:
@@ -220,11 +226,7 @@ def purge_stylesheets(outdir: Path) -> list[dict]:
     from book_math import NODE_MODULES, node_binary
 
     keep = unpurged_dir(outdir)
-    record_path = keep / PURGED_RECORD
-    try:
-        record = json.loads(record_path.read_text())
-    except (OSError, ValueError):
-        record = {}
+    record = _purged_record(keep)
     jobs = []
     for css in sorted((outdir / "_static").rglob("*.css")):
         if css.name in OWN_CSS:
@@ -252,8 +254,8 @@ def purge_stylesheets(outdir: Path) -> list[dict]:
         raise RuntimeError(f"PurgeCSS failed on {outdir}:\n{done.stderr.strip()}")
     report = [json.loads(line) for line in done.stdout.splitlines()]
     record = {j["rel"]: _digest(Path(j["dest"])) for j in jobs}
-    record_path.parent.mkdir(parents=True, exist_ok=True)
-    record_path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    keep.mkdir(parents=True, exist_ok=True)
+    (keep / PURGED_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True))
     return report
 
 
@@ -265,12 +267,8 @@ def restore_stylesheets(outdir: Path) -> int:
     build did not purge last is left alone. Returns the number restored.
     """
     keep = unpurged_dir(outdir)
-    try:
-        record = json.loads((keep / PURGED_RECORD).read_text())
-    except (OSError, ValueError):
-        return 0
     restored = 0
-    for rel, digest in record.items():
+    for rel, digest in _purged_record(keep).items():
         site, original = outdir / rel, keep / rel
         if site.is_file() and original.is_file() and _digest(site) == digest:
             shutil.copy2(original, site)

@@ -28,10 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+import book_build
 import sphinxcontrib.katex as katex_ext
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
 # npm ci --prefix .venv/npm (the Makefile); sys.prefix is the build's .venv.
 NODE_MODULES = Path(sys.prefix) / "npm" / "node_modules"
 KATEX_PACKAGE = NODE_MODULES / "katex"
@@ -76,10 +75,11 @@ def katex_static_dir() -> str:
     renamed into place; whichever build gets there second uses the first's.
     """
     dist = katex_package() / "dist"
-    dest_root = BUILD / "static_katex" / katex_version()
+    build = book_build.BUILD  # _build, or MHA_BOOK_BUILD_DIR
+    dest_root = build / "static_katex" / katex_version()
     if (dest_root / CSS_NAME).is_file():
         return str(dest_root)
-    tmp = BUILD / f".static_katex-{os.getpid()}"
+    tmp = build / f".static_katex-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "katex" / "fonts").mkdir(parents=True)
     css = woff2_only((dist / "katex.min.css").read_text(encoding="utf-8"))
