@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from mha_book._checks import check_positive_int
-from mha_book.plot import PHONE_WIDTH_IN, new_figure
+from mha_book.plot import PHONE_WIDTH_IN, TEXT_PT, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -127,7 +127,7 @@ def _draw_map(ax, data, title, q_tokens, k_tokens, cmap, cell_size):
     """One head's ``(T, S)`` map with its title and token labels."""
     T, S = data.shape
     image = ax.imshow(data, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title)
     ax.set_xticks(range(S), k_tokens if k_tokens is not None else range(S))
     ax.set_yticks(range(T), q_tokens if q_tokens is not None else range(T))
     if k_tokens is not None and _label_width_in(k_tokens) > 0.9 * cell_size:
@@ -151,12 +151,11 @@ def _write_weights(ax, data) -> None:
                 f"{value:.2f}",
                 ha="center",
                 va="center",
-                fontsize=10,
                 color="white" if value > 0.6 else "black",
             )
 
 
-def _label_width_in(labels: Sequence[str], fontsize: float = 10.0) -> float:
+def _label_width_in(labels: Sequence[str], fontsize: float = TEXT_PT) -> float:
     """Rough width in inches of the widest label (CJK glyphs are about 1 em wide)."""
     em = fontsize / 72
     return max(

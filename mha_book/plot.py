@@ -49,9 +49,34 @@ def setup_fonts() -> None:
     matplotlib.rcParams["font.family"] = families
     rest = [f for f in matplotlib.rcParams["font.sans-serif"] if f not in families]
     matplotlib.rcParams["font.sans-serif"] = families + rest
+    # One text size for everything a figure writes (titles, labels, ticks,
+    # legends, the numbers in cells): see TEXT_PT.
+    for key in TEXT_SIZE_KEYS:
+        matplotlib.rcParams[key] = TEXT_PT
     _register_notebook_display()
     _fonts_ready = True
 
+
+# The size of all text in a figure, in points. A figure at most
+# PHONE_WIDTH_IN wide (5.1 in as saved, with its margin) is shown at most 342
+# CSS px wide on a 390 px phone, so its 12 pt text lands at >= 12 / 72 * 342 /
+# 5.1 = 11.2 CSS px: the usual minimum for text on a phone is 11 px. The browser
+# tests measure it on every page.
+TEXT_PT = 12.0
+# The margin (inches) figure_png leaves around what a figure draws; the page
+# has its own, and every tenth of an inch counts against PHONE_WIDTH_IN.
+PAD_IN = 0.05
+TEXT_SIZE_KEYS = (
+    "font.size",
+    "axes.titlesize",
+    "axes.labelsize",
+    "xtick.labelsize",
+    "ytick.labelsize",
+    "legend.fontsize",
+    "legend.title_fontsize",
+    "figure.titlesize",
+    "figure.labelsize",
+)
 
 FIGURE_DPI = 110  # CSS px per inch: the size a figure is shown at on a wide screen
 # Image pixels per CSS pixel. A phone's screen has 3 device pixels per CSS
@@ -60,8 +85,8 @@ FIGURE_DPI = 110  # CSS px per inch: the size a figure is shown at on a wide scr
 # build shows the image at its width / density CSS px (docs/_ext/book_build.py).
 PIXEL_DENSITY = 3
 DENSITY_KEY = "mha_book:density"
-# A figure this wide (inches) with 10 pt text shows that text at >= 9 CSS px
-# in the 342 px column of a 390 px phone (the browser tests check it).
+# The widest a figure may be drawn (inches) for its TEXT_PT text to stay
+# legible in the 342 px column of a 390 px phone.
 PHONE_WIDTH_IN = 5.0
 # PNG text key under which figure_png records the smallest text of a figure,
 # in image pixels (so at 3 per CSS px); the browser tests check it against the
@@ -234,8 +259,8 @@ def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
         >>> png = Image.open(io.BytesIO(figure_png(fig)))
         >>> png.text[MIN_TEXT_KEY], png.text[DENSITY_KEY], png.text[LAYOUT_KEY]
         ('41.25', '3', '{"rows": 1, "columns": 1, "direction": null}')
-        >>> png.width  # 3 inches at 110 dpi, trimmed to 342 px, times 3
-        1028
+        >>> png.width  # 3 inches at 110 dpi, cut to what is drawn, times 3
+        995
     """
     import io
     import json
@@ -249,6 +274,7 @@ def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
         format="png",
         dpi=pixels_per_inch,
         bbox_inches="tight",
+        pad_inches=PAD_IN,
         metadata={
             MIN_TEXT_KEY: f"{smallest:.2f}",
             DENSITY_KEY: str(PIXEL_DENSITY),

@@ -26,7 +26,7 @@ from mha_book.diagrams import (
 from mha_book.heads import merge_heads, split_heads
 from mha_book.masks import causal_mask, padding_mask
 from mha_book.module import MultiHeadAttention
-from mha_book.plot import figure_layout, smallest_text_pt
+from mha_book.plot import TEXT_PT, figure_layout, smallest_text_pt
 from mha_book.trace import trace_shapes
 
 F64 = torch.float64
@@ -51,7 +51,7 @@ def test_the_alignment_diagram_draws_both_masks_legibly():
     fig, masks = causal_alignment(3, 7)
     assert torch.equal(masks["bottom_right"], causal_mask(3, 7))
     assert torch.equal(masks["top_left"], torch_is_causal_mask(3, 7))
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
     top, bottom = fig.axes
     assert [t.get_text() for t in top.get_yticklabels()] == ["0", "1", "2"]
     assert [t.get_text() for t in bottom.get_yticklabels()] == ["4", "5", "6"]
@@ -67,7 +67,7 @@ def test_the_sharing_diagram_follows_repeat_kv():
         1: [0] * 6,
         "layout": {"rows": 4, "columns": 1, "direction": None},
     }
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
     with pytest.raises(ValueError, match="num_kv_heads must divide num_heads = 6"):
         kv_head_sharing(6, (4,))
 
@@ -78,7 +78,7 @@ def test_the_cache_diagram_records_the_shapes_of_real_decoding():
     mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
     fig, growth = kv_cache_growth(mha, torch.randn(3, 5, 16))
     assert growth["shapes"] == [(3, 2, t + 1, 4) for t in range(5)]
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -103,7 +103,7 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
     assert any(word in drawn for word in english) == (lang == "en")
     assert ("输出投影" in drawn) == (lang == "zh")
     assert ("output projection" in drawn) == (lang == "en")
-    assert smallest_text_pt(fig) >= 10 and fig.get_size_inches()[0] <= 5.0
+    assert smallest_text_pt(fig) >= TEXT_PT and fig.get_size_inches()[0] <= 5.0
 
 
 def test_the_data_flow_has_one_size_in_both_editions(monkeypatch):
@@ -164,7 +164,7 @@ def test_the_layout_draws_the_real_strides_and_offsets(lang, monkeypatch):
     drawn = texts(fig)
     assert "(12, 2, 4, 1)" in drawn and "RuntimeError" in drawn
     assert ("步长" in drawn) == (lang == "zh") and ("stride" in drawn) == (lang == "en")
-    assert smallest_text_pt(fig) >= 10 and fig.get_size_inches()[0] <= 5.0
+    assert smallest_text_pt(fig) >= TEXT_PT and fig.get_size_inches()[0] <= 5.0
 
 
 def test_the_layout_reads_offsets_from_a_tensor_inside_a_larger_storage():
@@ -213,7 +213,7 @@ def test_the_mask_diagram_combines_what_the_module_combines(lang, monkeypatch):
     drawn = texts(fig)
     assert "(3, 2, 5, 5)" in drawn
     assert ("键 j" in drawn) == (lang == "zh") and ("key j" in drawn) == (lang == "en")
-    assert smallest_text_pt(fig) >= 10 and fig.get_size_inches()[0] <= 5.0
+    assert smallest_text_pt(fig) >= TEXT_PT and fig.get_size_inches()[0] <= 5.0
 
 
 def test_the_mask_diagram_names_its_bad_arguments():
@@ -255,7 +255,7 @@ def test_the_patterns_diagram_reads_the_layers_weights(monkeypatch, lang):
     assert torch.equal(seen["encoder_self"], padding_mask([4], 5)[0, 0].expand(5, 5))
     title = {"zh": "交叉注意力", "en": "cross-attention"}[lang]
     assert title in _texts(fig)
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
 
 
 def test_the_patterns_diagram_names_bad_arguments():
@@ -303,7 +303,7 @@ def test_the_tiles_diagram_records_the_kernels_own_statistics(
     last = len(facts["order"])  # the last tile holds row T - 1, the one drawn
     tile = {"zh": f"块 {last}", "en": f"tile {last}"}[lang]
     assert tile in _texts(fig)
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
 
 
 def test_the_tiles_diagram_names_bad_arguments():
@@ -322,7 +322,7 @@ def test_the_matrices_diagram_draws_what_attention_computes(monkeypatch, lang):
     from mha_book.book import LANG_ENV_VAR
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
-    q, k, v = torch.randn(3, 2), torch.randn(4, 2), torch.randn(4, 3)
+    q, k, v = torch.randn(4, 2), torch.randn(3, 2), torch.randn(3, 2)  # T != S
     fig, m = attention_matrices(q, k, v)
     out, w = scaled_dot_product_attention(q, k, v)
     assert torch.equal(m["output"], out) and torch.equal(m["weights"], w)
@@ -332,17 +332,20 @@ def test_the_matrices_diagram_draws_what_attention_computes(monkeypatch, lang):
     texts = _texts(fig)
     assert f"{out[0, 0].item():.2f}".replace("-0.00", "0.00") in texts
     assert {"zh": "权重", "en": "weights"}[lang] in texts
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
 
 
-def test_the_matrices_diagram_leaves_a_gap_between_negative_numbers():
+# The widest inputs the diagram takes: (T, S, D, Dv)
+@pytest.mark.parametrize("T,S,D,Dv", [(3, 3, 2, 2), (4, 2, 4, 3), (4, 1, 4, 3)])
+def test_the_matrices_diagram_leaves_a_gap_between_negative_numbers(T, S, D, Dv):
     import re
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from mha_book.diagrams.scores import CELL
 
-    q, k, v = -torch.rand(3, 2) - 1, torch.rand(3, 2) + 1, -torch.rand(3, 2) - 1
+    q, k = -torch.rand(T, D) - 1, torch.rand(S, D) + 1
+    v = -torch.rand(S, Dv) - 1
     fig, _ = attention_matrices(q, k, v)  # "-1.xx" in Q, scores and V
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw_without_rendering()  # lay the figure out before measuring it
@@ -363,6 +366,12 @@ def test_the_matrices_diagram_names_bad_arguments():
         attention_matrices(x[None], x, x)
     with pytest.raises(ValueError, match="k must have the head dim D of q"):
         attention_matrices(x, torch.randn(3, 3), x)
+    wide = torch.randn(4, 3)  # D + 2 S = 11 cells: wider than a phone's row
+    with pytest.raises(
+        ValueError,
+        match=r"too large.*Q \(4, 3\).*12 cell widths wide with its signs, at most 9",
+    ):
+        attention_matrices(wide, wide, wide)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -390,9 +399,9 @@ def test_the_kernel_table_records_what_the_module_ran(monkeypatch, lang):
         assert (refused is None) == (name == "explicit")
         if refused:
             assert f"kernel {name!r} forms no weights" in refused
-    label = {"zh": "kernel=None（默认）", "en": "kernel=None (default)"}[lang]
+    label = {"zh": "kernel=None\n（默认）", "en": "kernel=None\n(default)"}[lang]
     assert label in _texts(fig)
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
 
 
 def test_the_kernel_table_names_bad_arguments_and_restores_the_registry():
@@ -434,7 +443,7 @@ def test_the_alibi_diagram_draws_every_heads_real_bias(monkeypatch):
     assert torch.equal(facts["slopes"], alibi_slopes(6, dtype=F64))
     assert torch.equal(facts["bias"], alibi_bias(6, 5, dtype=F64))
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles[:2] == ["head 0: m = 1/4", "head 1: m = 1/16"]
+    assert titles[:2] == ["head 0\nm = 1/4", "head 1\nm = 1/16"]
     assert len(titles) == 6
     with pytest.raises(ValueError, match="H <= 16"):
         alibi_heads(17)
@@ -543,7 +552,7 @@ def test_the_parallel_heads_are_the_modules_own(monkeypatch, lang):
     # step 4 has the name chapter 3 gives it, as in mha_data_flow
     assert ("4. 合并" in drawn) == (lang == "zh")
     assert ("concat" in drawn) == (lang == "en")
-    assert smallest_text_pt(fig) >= 10
+    assert smallest_text_pt(fig) >= TEXT_PT
     # the PNG is cut to what is drawn, plus 0.1 in a side: at most 5 in, as the others
     assert fig.get_tightbbox().width <= 4.8
 
@@ -552,7 +561,7 @@ def test_the_parallel_heads_fit_a_phone_with_eight_heads():
     mha = MultiHeadAttention(512, 8).eval()
     fig, _ = parallel_heads(mha, torch.randn(2, 10, 512), torch.randn(2, 7, 512))
     fig.draw_without_rendering()
-    assert fig.get_tightbbox().width <= 4.8 and smallest_text_pt(fig) >= 10
+    assert fig.get_tightbbox().width <= 4.8 and smallest_text_pt(fig) >= TEXT_PT
 
 
 def test_the_parallel_heads_follow_a_sequence_first_module():

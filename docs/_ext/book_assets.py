@@ -10,6 +10,13 @@
   index in the ``<head>`` of every page, for search-as-you-type, which this
   book does not turn on: the search field sends the reader to ``search.html``.
   So only that page loads them (``layout.html`` again).
+* **Bootstrap on demand.** The theme's ``bootstrap.js`` (80 KiB) draws its
+  tooltips and opens its two menus. Every page but the search page leaves it
+  out, and its ``preload`` too (:func:`drop_scripts`); ``docs/_static/book.js``
+  loads it when the reader first points at, focuses or taps such a control.
+* **The colour mode before the first paint.** The theme's first lines set
+  ``data-theme="auto"`` on a first visit and its script resolves it later,
+  which restyles the whole drawn page; ``layout.html`` resolves it at once.
 * **Scripts after the text.** Sphinx and its extensions put their scripts in
   the ``<head>``, where each one stops the page from being drawn until it has
   arrived: on a phone's slow network, a round trip each. Every page but the
@@ -48,17 +55,22 @@ WEBFONTS = Path("_static/vendor/fontawesome/webfonts")
 
 
 def drop_scripts(html: str, *names: str) -> str:
-    """``html`` without the ``<script src=...>`` tags whose file is one of ``names``.
+    """``html`` without the ``<script src=...>`` tags, and the ``<link
+    rel="preload" as="script">`` tags, whose file is one of ``names``.
 
     Example:
         >>> drop_scripts('<script defer src="_static/a.js?digest=1"></script><p>', "a.js")
         '<p>'
+        >>> drop_scripts('<link rel="preload" as="script" href="_static/a.js?digest=1" />', "a.js")
+        ''
         >>> drop_scripts('<script src="_static/ab.js"></script>', "b.js")
         '<script src="_static/ab.js"></script>'
     """
     for name in names:
-        tag = rf'<script\b[^>]*\bsrc="(?:[^"]*/)?{re.escape(name)}(?:\?[^"]*)?"[^>]*>\s*</script>\s*'
-        html = re.sub(tag, "", html)
+        file = rf'"(?:[^"]*/)?{re.escape(name)}(?:\?[^"]*)?"'
+        tag = rf"<script\b[^>]*\bsrc={file}[^>]*>\s*</script>\s*"
+        preload = rf'<link\b[^>]*\brel="preload"[^>]*\bhref={file}[^>]*>\s*'
+        html = re.sub(preload, "", re.sub(tag, "", html))
     return html
 
 

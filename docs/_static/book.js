@@ -42,3 +42,65 @@ document.addEventListener("DOMContentLoaded", () => {
     if (event.target.closest(".toggle-button, summary")) setTimeout(tabStops, 50);
   });
 });
+
+// Bootstrap (about 24 KiB gzipped, 80 KiB of script to run) draws the theme's
+// tooltips and opens its two menus, colour mode and download; nothing needs it
+// before the reader points at, focuses or taps one of those controls, so the
+// pages leave it out (docs/_templates/layout.html) and it loads then. Its
+// file sits beside the theme's script, with the same digest.
+(() => {
+  const theme = document.querySelector('script[src*="pydata-sphinx-theme.js"]');
+  if (!theme || window.bootstrap) return;
+  const src = theme.src.replace("pydata-sphinx-theme.js", "bootstrap.js");
+  const loaded = [];  // run once Bootstrap is here
+  let loading = null;
+  const load = () => (loading ??= new Promise((resolve, reject) => {
+    const script = Object.assign(document.createElement("script"), {src, onerror: reject});
+    script.onload = () => { for (const run of loaded) run(); resolve(); };
+    document.head.append(script);
+  }));
+  // A control under the pointer or in focus starts the load, so that it is
+  // usually done by the time the reader clicks or presses Enter. Once loaded,
+  // Bootstrap has made every tooltip (with its delay); one whose control is
+  // still pointed at or focused shows now.
+  const approach = (event) => {
+    const control = event.target.closest?.("[data-bs-toggle]");
+    if (!control || window.bootstrap) return;
+    load().then(() => {
+      const tip = control.closest('[data-bs-toggle="tooltip"]');
+      if (tip?.matches(":hover, :focus-within")) bootstrap.Tooltip.getInstance(tip)?.show();
+    });
+  };
+  document.addEventListener("pointerover", approach, true);
+  document.addEventListener("focusin", approach, true);
+  // A menu's button clicked (or Enter, Space) before Bootstrap is here: open it once loaded.
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest?.('[data-bs-toggle="dropdown"]');
+    if (!button || window.bootstrap) return;
+    event.preventDefault();
+    event.stopPropagation();
+    load().then(() => bootstrap.Dropdown.getOrCreateInstance(button).toggle());
+  }, true);
+  // The back-to-top button shows while the reader scrolls up, below the
+  // header. bootstrap.js sets it up once loaded; until then these few lines,
+  // a copy of its own, do.
+  const back = document.getElementById("pst-back-to-top");
+  const header = document.querySelector(".bd-header");
+  if (!back || !header) return;
+  let headerBottom = null, previous = scrollY;  // measured at the first scroll, not at load
+  const toTop = () => {
+    document.body.scrollTop = 0;
+    document.documentElement.scrollTop = 0;
+  };
+  const onScroll = () => {
+    headerBottom ??= header.getBoundingClientRect().bottom + scrollY;
+    back.style.display = previous > scrollY && scrollY > headerBottom ? "block" : "none";
+    previous = scrollY;
+  };
+  back.addEventListener("click", toTop);
+  addEventListener("scroll", onScroll, {passive: true});
+  loaded.push(() => {  // Bootstrap's own handlers take over
+    back.removeEventListener("click", toTop);
+    removeEventListener("scroll", onScroll);
+  });
+})();

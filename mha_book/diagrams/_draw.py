@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 
-def draw_bool_grid(ax, mask: torch.Tensor, fontsize: int = 10) -> None:
+def draw_bool_grid(ax, mask: torch.Tensor, fontsize: float | None = None) -> None:
     """Draw a ``(rows, cols)`` bool tensor as a grid of 1s and 0s on ``ax``.
 
     True cells are dark with a white "1", False cells light with a "0"; the
@@ -45,7 +45,7 @@ def draw_number_grid(
     shade: bool = False,
     row_labels=(),
     col_labels=(),
-    fontsize: int = 10,
+    fontsize: float | None = None,
 ) -> None:
     """Draw a ``(rows, cols)`` tensor as cells holding its numbers (2 decimals).
 
@@ -107,8 +107,8 @@ def draw_offset_grid(
     """Draw a ``(rows, cols)`` int tensor as cells numbered and tinted by group.
 
     Cell ``(i, j)`` is the unit square at ``(x0 + j, y0 + i)`` (row 0 on top
-    once the caller inverts the y axis); the numbers are 10 pt; ``groups[i, j]`` picks its tint (``C0``,
-    ``C1``, ... lightened), so cells of one head share a colour.
+    once the caller inverts the y axis); the numbers are in the book's text size;
+    ``groups[i, j]`` picks its tint (``C0``, ``C1``, ... lightened), so cells of one head share a colour.
 
     Example:
         >>> from mha_book.plot import new_figure
@@ -131,7 +131,6 @@ def draw_offset_grid(
                 str(int(numbers[i, j])),
                 ha="center",
                 va="center",
-                fontsize=10,
             )
 
 

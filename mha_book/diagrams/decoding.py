@@ -79,12 +79,12 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, object]]
     axes = fig.subplots(2, 1)
     for ax, (name, mask) in zip(axes, masks.items()):
         draw_bool_grid(ax, mask)
-        ax.set_title(titles[name], fontsize=10)
-        ax.set_xlabel(pick("键 j", "key j"), fontsize=10)
-        ax.set_ylabel(pick("查询 i", "query i"), fontsize=10)
+        ax.set_title(titles[name])
+        ax.set_xlabel(pick("键 j", "key j"))
+        ax.set_ylabel(pick("查询 i", "query i"))
     bottom = axes[1]  # its queries are the last T positions: label them so
-    bottom.set_yticks(range(T), [str(S - T + i) for i in range(T)], fontsize=10)
-    bottom.set_ylabel(pick("查询位置", "query position"), fontsize=10)
+    bottom.set_yticks(range(T), [str(S - T + i) for i in range(T)])
+    bottom.set_ylabel(pick("查询位置", "query position"))
     return fig, {**masks, "layout": record_layout(fig, rows=len(masks), columns=1)}
 
 
@@ -128,7 +128,6 @@ def kv_head_sharing(
                 f"q{h}",
                 ha="center",
                 va="center",
-                fontsize=10,
                 zorder=2,
                 bbox={"boxstyle": "round", "fc": "white", "ec": colours[k]},
             )
@@ -139,7 +138,6 @@ def kv_head_sharing(
                 f"kv{k}",
                 ha="center",
                 va="center",
-                fontsize=10,
                 color="white",
                 zorder=2,
                 bbox={"boxstyle": "round", "fc": colours[k], "ec": colours[k]},
@@ -149,7 +147,6 @@ def kv_head_sharing(
                 f"{name}：{H} 个查询头，{hkv} 个键/值头",
                 f"{name}: {H} query heads, {hkv} key/value head{'s' * (hkv > 1)}",
             ),
-            fontsize=10,
         )
         ax.set_xlim(-0.7, H - 0.3)
         ax.set_ylim(-0.45, 1.45)
@@ -201,23 +198,19 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
                     (j, y + 0.1), 0.9, 0.8, fc="C1" if newest else "C0", ec="none"
                 )
             )
-        ax.text(T + 0.2, y + 0.5, str(shape), va="center", fontsize=10)
+        ax.text(T + 0.2, y + 0.5, str(shape), va="center")
     ax.set_xlim(0, T + 0.2 + 0.2 * len(str(shapes[-1])))
     ax.set_ylim(0, T)
-    ax.set_yticks(
-        [T - 0.5 - t for t in range(T)], [str(t) for t in range(T)], fontsize=10
-    )
-    ax.set_xticks([j + 0.45 for j in range(T)], range(T), fontsize=10)
-    ax.set_ylabel(pick("步 t", "step t"), fontsize=10)
+    ax.set_yticks([T - 0.5 - t for t in range(T)], [str(t) for t in range(T)])
+    ax.set_xticks([j + 0.45 for j in range(T)], range(T))
+    ax.set_ylabel(pick("步 t", "step t"))
     ax.set_xlabel(
         pick(
             "缓存的位置（橙色：本步新增）", "cached positions (orange: added this step)"
         ),
-        fontsize=10,
     )
     ax.set_title(
         pick("每步之后 cache.keys 的形状", "cache.keys.shape after each step"),
-        fontsize=10,
     )
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)

@@ -84,23 +84,19 @@ def mask_broadcast(
     axes = fig.subplots(B, 3, squeeze=False)
     for col, (name, mask) in enumerate(masks.items()):
         seen = torch.broadcast_to(mask, scores)  # (B, H, T, S), a view
-        axes[0, col].set_title(f"{titles[name]}\n{fmt_shape(mask.shape)}", fontsize=10)
+        axes[0, col].set_title(f"{titles[name]}\n{fmt_shape(mask.shape)}")
         for b in range(B):
             draw_bool_grid(axes[b, col], seen[b, 0])  # (T, S): head 0 = every head
-            axes[b, col].tick_params(labelsize=10)
             if col:
                 axes[b, col].set_yticks([])
-        axes[-1, col].set_xlabel(pick("键 j", "key j"), fontsize=10)
+        axes[-1, col].set_xlabel(pick("键 j", "key j"))
     for b in range(B):
-        axes[b, 0].set_ylabel(
-            pick(f"序列 {b}：查询 i", f"seq {b}: query i"), fontsize=10
-        )
+        axes[b, 0].set_ylabel(pick(f"序列 {b}：查询 i", f"seq {b}: query i"))
     fig.suptitle(
         pick(
             f"广播到分数 {fmt_shape(scores)}，每个头都一样",
             f"broadcast to the scores {fmt_shape(scores)}, the same in every head",
         ),
-        fontsize=10,
     )
     layout = record_layout(fig, rows=B, columns=len(masks))
     return fig, {"shapes": shapes, "mask": combined, "layout": layout}

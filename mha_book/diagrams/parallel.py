@@ -23,7 +23,7 @@ from mha_book.book import pick
 from mha_book.diagrams.shapes import _shape_label
 from mha_book.heads import split_heads
 from mha_book.module import MultiHeadAttention
-from mha_book.plot import new_figure, record_layout
+from mha_book.plot import TEXT_PT, new_figure, record_layout
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -181,7 +181,7 @@ def parallel_heads(
 
 
 def _draw(columns: list[tuple[int, int]], shapes: dict) -> tuple[Figure, int]:
-    """The flow, in inches: the tensors on the right, the steps' names on the left.
+    """The flow, in inches: each step's name on the line above its level.
 
     Returns the figure and the number of levels drawn (boxes or bars).
     """
@@ -192,43 +192,97 @@ def _draw(columns: list[tuple[int, int]], shapes: dict) -> tuple[Figure, int]:
     def lines(names, keys):  # "q, k, v: (2, 10, 512)", or one line per shape
         return _shape_label(names, [shapes[k] for k in keys]).replace("   ", "\n")
 
-    left, right = 1.6, 4.6  # the drawing's x range; the steps' names left of it
+    # Placed by hand, in inches from the top, down a cursor y. A line of
+    # TEXT_PT text takes LINE; the names take the full width, so the drawing
+    # can too (the PNG is cut to it, <= 4.8 in wide).
+    LINE = TEXT_PT / 72 * 1.35
+    left, right = 0.1, 4.7
     width = (right - left) / H  # one head's column
     mid = (left + right) / 2
     tint = [f"C{h % 10}" for h in range(H)]
-    inputs = lines(["query", "key", "value"], ["query", "key", "value"])
-    dy = 0.17 * inputs.count("\n")  # room for the inputs' shapes, a line each
-    # each level: (top, bottom) in inches from the top of the figure
-    project, split, heads, concat, out_proj = levels = [
-        (top + dy, bottom + dy)
-        for top, bottom in [
-            (0.5, 0.84),
-            (1.25, 1.51),
-            (2.15, 2.51),
-            (2.95, 3.21),
-            (3.55, 3.89),
-        ]
+    per_head = lines("qkv", ["head_q", "head_k", "head_k"])
+    names = [
+        pick("1. 投影", "1. project"),
+        pick("2. 每个头取自己的列：", "2. each head takes its columns: ") + per_head,
+        pick("3. 每个头做缩放点积注意力 → ", "3. attention in each head → ")
+        + fmt_shape(shapes["head_output"]),
+        pick("4. 合并", "4. concat"),
+        pick("5. 输出投影", "5. output projection"),
     ]
-    height = 4.45 + dy
-    # placed by hand, in inches; the PNG is cut to the drawing, <= 4.8 in wide
+    texts = []  # (x, y, label, ha): written once the figure's height is known
+    shapes_drawn = []  # (kind, args): likewise
+    y = 0.05
+
+    def write(x, y, label, ha="center"):
+        texts.append((x, y, label, ha))
+
+    def block(label):  # a label's height in inches
+        return LINE * (label.count("\n") + 1)
+
+    def name(k):  # step k's name, left-aligned on the lines above its level
+        nonlocal y
+        write(left, y + block(names[k]) / 2, names[k], ha="left")
+        y += block(names[k]) + 0.04
+
+    def arrow(x, y0, y1):
+        shapes_drawn.append(("arrow", (x, y0, y1)))
+
+    inputs = lines(["query", "key", "value"], ["query", "key", "value"])
+    write(mid, y + block(inputs) / 2, inputs)
+    y += block(inputs)
+    arrow(mid, y, y + 0.22)
+    y += 0.26
+    name(0)
+    project = (y, y + 0.36)
+    y = project[1]
+    qkv = lines("qkv", "qkv")
+    arrow(mid, y, y + max(0.3, block(qkv)))
+    write(mid + 0.1, y + max(0.3, block(qkv)) / 2, qkv, ha="left")
+    y += max(0.3, block(qkv)) + 0.04
+    name(1)
+    split = (y, y + 0.26)
+    y = split[1]
+    edges = [start for start, _ in columns] + [columns[-1][1]]
+    for h, edge in enumerate(edges):  # the column indices where the heads meet
+        write(
+            min(max(left + h * width, left + 0.12), right - 0.12),
+            y + LINE / 2,
+            str(edge),
+        )
+    y += LINE
+    for h in range(H):
+        arrow(left + (h + 0.5) * width, y, y + 0.26)
+    y += 0.3
+    name(2)
+    heads = (y, y + 0.36)
+    y = heads[1]
+    for h in range(H):
+        arrow(left + (h + 0.5) * width, y, y + 0.26)
+    y += 0.3
+    name(3)
+    concat = (y, y + 0.3)
+    y = concat[1]
+    arrow(mid, y, y + 0.26)
+    y += 0.3
+    name(4)
+    out_proj = (y, y + 0.36)
+    y = out_proj[1]
+    arrow(mid, y, y + 0.26)
+    output = pick("输出：", "output: ") + fmt_shape(shapes["output"])
+    write(mid, y + 0.3 + LINE / 2, output)
+    height = y + 0.3 + LINE + 0.05
+
     fig = new_figure(figsize=(4.8, height), layout=None)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set(xlim=(0, 4.8), ylim=(height, 0))
     ax.set_axis_off()
 
-    def write(x, y, label, ha="center", **kwargs):
-        ax.text(x, y, label, ha=ha, va="center", fontsize=10, **kwargs)
-
-    def arrow(x, y0, y1):
-        style = {"arrowstyle": "-|>", "mutation_scale": 10, "color": "0.3"}
-        ax.add_patch(FancyArrowPatch((x, y0), (x, y1), shrinkA=0, shrinkB=0, **style))
-
-    def box(level, label, x0=left + 0.05, x1=right - 0.05, **style):
+    def box(level, label, x0=left, x1=right, **style):
         top, bottom = level
         style = {"fc": "#dbe8f5", "ec": "C0", **style}
         shape = "round,pad=0,rounding_size=0.06"
         ax.add_patch(FancyBboxPatch((x0, top), x1 - x0, bottom - top, shape, **style))
-        write((x0 + x1) / 2, (top + bottom) / 2, label)
+        ax.text((x0 + x1) / 2, (top + bottom) / 2, label, ha="center", va="center")
 
     def bar(level):  # a tensor of E columns, head h's in its colour
         top, bottom = level
@@ -236,47 +290,18 @@ def _draw(columns: list[tuple[int, int]], shapes: dict) -> tuple[Figure, int]:
             x0, h_in = left + h * width, bottom - top
             ax.add_patch(Rectangle((x0, top), width, h_in, fc=tint[h], alpha=0.35))
 
-    write(mid, 0.15 + dy / 2, inputs)
-    arrow(mid, 0.3 + dy, project[0])
+    for _, (x, y0, y1) in shapes_drawn:
+        style = {"arrowstyle": "-|>", "mutation_scale": 10, "color": "0.3"}
+        ax.add_patch(FancyArrowPatch((x, y0), (x, y1), shrinkA=0, shrinkB=0, **style))
+    for x, y_text, label, ha in texts:
+        ax.text(x, y_text, label, ha=ha, va="center")
     box(project, "q_proj, k_proj, v_proj")
-    arrow(mid, project[1], split[0])
-    write(mid + 0.1, (project[1] + split[0]) / 2, lines("qkv", "qkv"), ha="left")
     bar(split)
-    edges = [start for start, _ in columns] + [columns[-1][1]]
-    for h, edge in enumerate(edges):  # the column indices where the heads meet
-        write(left + h * width, split[1] + 0.15, str(edge))
     for h in range(H):
         x = left + (h + 0.5) * width
-        arrow(x, split[1] + 0.29, heads[0])
         colour = {"fc": tint[h], "ec": tint[h], "alpha": 0.35}
         box(heads, str(h), x - 0.4 * width, x + 0.4 * width, **colour)
-        arrow(x, heads[1], concat[0])
     bar(concat)
-    write(mid, sum(concat) / 2, fmt_shape(shapes["concat"]))
-    arrow(mid, concat[1], out_proj[0])
+    ax.text(mid, sum(concat) / 2, fmt_shape(shapes["concat"]), ha="center", va="center")
     box(out_proj, "out_proj (Wᴼ)")
-    arrow(mid, out_proj[1], out_proj[1] + 0.26)
-    write(
-        mid,
-        out_proj[1] + 0.41,
-        pick("输出：", "output: ") + fmt_shape(shapes["output"]),
-    )
-
-    per_head = lines("qkv", ["head_q", "head_k", "head_k"])
-    names = {  # the five steps of mha_data_flow, named left of their level
-        project: pick("1. 投影", "1. project"),
-        split: pick("2. 每个头取自己的列\n", "2. each head takes\nits columns\n")
-        + per_head,
-        heads: pick(
-            "3. 每个头做\n缩放点积注意力\n",
-            "3. scaled dot-product\nattention, per head\n",
-        )
-        + "→ "
-        + fmt_shape(shapes["head_output"]),
-        concat: pick("4. 合并", "4. concat"),
-        out_proj: pick("5. 输出投影", "5. output\nprojection"),
-    }
-    for (top, bottom), name in names.items():
-        y = (top + bottom) / 2 + (0.07 if (top, bottom) == split else 0)
-        write(0.02, y, name, ha="left")
-    return fig, len(levels)
+    return fig, 5

@@ -117,15 +117,14 @@ def _draw(seen: dict[str, torch.Tensor]) -> Figure:
                     str(p),
                     ha="center",
                     va="center",
-                    fontsize=10,
                     zorder=2,
                     bbox={"boxstyle": "circle", "fc": "white", "ec": "0.3"},
                 )
-            ax.text(-0.7, y, name, ha="right", va="center", fontsize=10)
+            ax.text(-0.7, y, name, ha="right", va="center")
         hidden = (~mask.any(dim=0)).nonzero().flatten().tolist()  # keys nobody reads
         for j in hidden:
-            ax.text(j, -0.42, "✕", ha="center", va="center", fontsize=10, color="C3")
-        ax.set_title(title, fontsize=10)
+            ax.text(j, -0.42, "✕", ha="center", va="center", color="C3")
+        ax.set_title(title)
         ax.set_xlim(-2.2, n - 0.4)
         ax.set_ylim(-0.65, 1.35)
         ax.set_axis_off()

@@ -79,7 +79,7 @@ def rotary_rotation(
     angles = torch.atan2(y, x) % (2 * math.pi)  # (T, P)
     theta = rotary_frequencies(D)[cols]  # (P,), float64
 
-    # about 2 inches a panel: at a phone's width the 9 pt labels stay legible
+    # about 2 inches a panel: at a phone's width the labels stay legible
     fig = new_figure(figsize=(2.0 * len(cols) + 0.3, 2.4))
     colours = [f"C{i % 10}" for i in range(n)]
     labelled = [_apart(angles[:, k], 0.3) for k in range(len(cols))]
@@ -100,7 +100,6 @@ def rotary_rotation(
                 f"m={t}",
                 ha="center",
                 va="center",
-                fontsize=9,
                 color=colours[t],
             )
         ax.set_xlim(-1.55, 1.55)
@@ -109,7 +108,7 @@ def rotary_rotation(
         ax.set_xticks([])
         ax.set_yticks([])
         label = pick("特征对", "pair")
-        ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}", fontsize=9)
+        ax.set_title(f"{label} {cols[k]}: θ = {float(theta[k]):.3g}")
     norms = torch.sqrt(x**2 + y**2)  # (T, P): a rotation keeps lengths
     layout = record_layout(fig, rows=1, columns=len(cols))
     facts = {"angles": angles, "theta": theta, "norms": norms, "labelled": labelled}
@@ -171,7 +170,7 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
 
     cols = min(H, 2)  # two panels a row: at a phone's width the text stays legible
     rows = math.ceil(H / cols)
-    fig = new_figure(figsize=(1.8 * cols + 0.8, 1.65 * rows + 0.4))
+    fig = new_figure(figsize=(1.8 * cols + 0.8, 1.9 * rows + 0.4))
     axes = fig.subplots(rows, cols, squeeze=False)
     lo = float(bias.masked_select(~blocked).min())
     image = None
@@ -180,15 +179,11 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
             ax.set_axis_off()
             continue
         image = ax.imshow(shown[h].numpy(), cmap="Blues_r", vmin=lo, vmax=0.0)
-        ax.set_title(
-            f"{pick('头', 'head')} {h}: m = 1/{1 / float(slopes[h]):g}", fontsize=9
-        )
+        ax.set_title(f"{pick('头', 'head')} {h}\nm = 1/{1 / float(slopes[h]):g}")
         ax.set_xticks([0, T - 1])
         ax.set_yticks([0, T - 1])
-        ax.tick_params(labelsize=9)
-    bar = fig.colorbar(image, ax=axes, shrink=0.6, label=pick("偏置", "bias"))
-    bar.ax.tick_params(labelsize=9)
-    fig.supxlabel(pick("键的位置 j", "key position j"), fontsize=9)
-    fig.supylabel(pick("查询的位置 i", "query position i"), fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.6, label=pick("偏置", "bias"))
+    fig.supxlabel(pick("键的位置 j", "key position j"))
+    fig.supylabel(pick("查询的位置 i", "query position i"))
     layout = record_layout(fig, rows=rows, columns=cols)
     return fig, {"bias": bias, "slopes": slopes, "layout": layout}

@@ -95,11 +95,12 @@ def _draw(runs: dict, names: list) -> Figure:
     colour = {name: f"C{i}" for i, name in enumerate(sorted(ATTENTION_KERNELS))}
     fig = new_figure(figsize=(5.0, 0.75 + 0.55 * len(names)))
     ax = fig.subplots()
+    ax.text(1.0, -0.5, "need_weights=", ha="center", va="bottom")
     for col, w in enumerate((True, False)):
-        ax.text(col + 0.5, -0.15, f"need_weights={w}", ha="center", va="bottom")
+        ax.text(col + 0.5, -0.15, str(w), ha="center", va="bottom")
     for row, name in enumerate(names):
         label = (
-            pick("kernel=None（默认）", "kernel=None (default)")
+            pick("kernel=None\n（默认）", "kernel=None\n(default)")
             if name is None
             else f"kernel={name!r}"
         )
@@ -108,7 +109,7 @@ def _draw(runs: dict, names: list) -> Figure:
             run = runs[(name, w)]
             if run["error"] is None:
                 text = run["ran"] + (
-                    pick(" + 权重", " + weights") if run["weights"] else ""
+                    pick("\n+ 权重", "\n+ weights") if run["weights"] else ""
                 )
                 fc = colour[run["ran"]]
             else:
@@ -123,8 +124,6 @@ def _draw(runs: dict, names: list) -> Figure:
                 )
             )
             ax.text(col + 0.5, row + 0.5, text, ha="center", va="center")
-    for text in ax.texts:
-        text.set_fontsize(10)
-    ax.set(xlim=(-1.25, 2), ylim=(len(names), -0.55))
+    ax.set(xlim=(-1.25, 2), ylim=(len(names), -0.9))
     ax.set_axis_off()
     return fig

@@ -29,13 +29,17 @@ __all__ = ["attention_matrices"]
 
 #: Largest T, S, D or Dv whose matrices still fit a phone's width with numbers.
 MAX_SIZE = 4
-#: Width, height of one number's cell in data units: wide enough that a 10 pt
-#: "-1.33" keeps a visible gap to its neighbours.
+#: Width, height of one number's cell in data units.
 CELL = (1.2, 0.62)
-#: The rows drawn: three matrices each, joined by the operations between them.
+#: The widest row, in data units: drawn 5 inches wide, a row this wide leaves
+#: each cell wide enough that a 12 pt "-1.33" keeps a visible gap to its
+#: neighbours (T = S = 3, D = 2 fills it).
+MAX_ROW_WIDTH = 9 * CELL[0]
+#: The rows drawn: matrices joined by the operations between them. The second
+#: row goes on from the scores that end the first.
 ROWS = (
     ("Q", "×", "K^T", "=", "scores"),
-    ("scores", "÷√D", "scaled", "softmax", "weights"),
+    ("÷√D", "scaled", "softmax", "weights"),
     ("weights", "×", "V", "=", "output"),
 )
 
@@ -50,10 +54,12 @@ def attention_matrices(
     ``Q K^T`` and the scaled scores are computed beside it.
 
     Shape:
-        - q: ``(T, D)``, k: ``(S, D)``, v: ``(S, Dv)``, each size at most 4
+        - q: ``(T, D)``, k: ``(S, D)``, v: ``(S, Dv)``, each size at most 4,
+          and ``D + 2 S <= 8``, ``S + 2 Dv <= 8``, ``S <= 3`` (a row of the
+          figure must fit a phone's width)
         - facts: ``{"Q", "K^T", "scores", "scaled", "weights", "V", "output"}``,
           ``scores``, ``scaled``, ``weights``: ``(T, S)``, ``output``: ``(T, Dv)``;
-          and ``"layout"``: three rows of three matrices
+          and ``"layout"``: three rows of three, two and three matrices
           (:func:`~mha_book.plot.figure_layout`)
 
     Example:
@@ -83,25 +89,45 @@ def attention_matrices(
         "V": v,
         "output": output,
     }
-    fig = _draw(facts, q.shape[-1])
+    rows = _rows(q.shape[-1])
+    for row in rows:
+        if _row_width(facts, row) > MAX_ROW_WIDTH + 1e-9:
+            cells = " ".join(
+                f"{i} {fmt_shape(facts[i].shape)}" if i in facts else i for i in row
+            )
+            raise ValueError(
+                f"q, k, v too large to draw with legible numbers: the row {cells} "
+                f"is {_row_width(facts, row) / CELL[0]:g} cell widths wide with its signs, at most "
+                f"{MAX_ROW_WIDTH / CELL[0]:g} (q {fmt_shape(q.shape)}, "
+                f"k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)})"
+            )
+    fig = _draw(facts, rows)
     per_row = [sum(item in facts for item in row) for row in ROWS]  # matrices
     facts["layout"] = record_layout(fig, rows=len(ROWS), columns=max(per_row))
     return fig, facts
 
 
-def _draw(facts: dict[str, torch.Tensor], D: int) -> Figure:
+def _rows(D: int) -> list[list[str]]:
+    """:data:`ROWS` with the scale written out: ``÷√2`` for ``D = 2``."""
+    return [[f"÷√{D}" if item == "÷√D" else item for item in row] for row in ROWS]
+
+
+def _row_width(facts, row) -> float:
+    return sum(_width(facts, item) for item in row)
+
+
+def _draw(facts: dict[str, torch.Tensor], rows: list[list[str]]) -> Figure:
     """Three rows of matrices joined by the operations between them."""
     titles = {
         "Q": "Q",
         "K^T": "Kᵀ",
         "scores": pick("分数 QKᵀ", "scores QKᵀ"),
-        "scaled": pick(f"缩放 ÷√{D}", f"scaled ÷√{D}"),
+        "scaled": pick("缩放后", "scaled"),
         "weights": pick("权重", "weights"),
         "V": "V",
         "output": pick("输出", "output"),
     }
-    rows = [[f"÷√{D}" if item == "÷√D" else item for item in row] for row in ROWS]
-    width = max(sum(_width(facts, item) for item in row) for row in rows)
+    width = max(_row_width(facts, row) for row in rows)
     height = sum(_height(facts, row) for row in rows)
     w, h = CELL
     fig = new_figure(figsize=(5.0, 5.0 * height / width + 0.2))
@@ -121,7 +147,6 @@ def _draw(facts: dict[str, torch.Tensor], D: int) -> Figure:
                     titles[item],
                     ha="center",
                     va="bottom",
-                    fontsize=10,
                 )
             else:
                 ax.text(
@@ -130,7 +155,6 @@ def _draw(facts: dict[str, torch.Tensor], D: int) -> Figure:
                     item,
                     ha="center",
                     va="center",
-                    fontsize=10,
                 )
             x += _width(facts, item)
         y += _height(facts, row)

@@ -111,14 +111,12 @@ def mha_data_flow(
         mid = y - h / 2
         if kind == "box":
             box = {"boxstyle": "round", "fc": "#dbe8f5", "ec": "C0"}
-            ax.text(
-                0.15, mid, text, va="center", fontsize=10, bbox=box, transform=inches
-            )
+            ax.text(0.15, mid, text, va="center", bbox=box, transform=inches)
         else:
             arrow = {"arrowstyle": "-|>", "color": "0.3", "lw": 1.2}
             ends = {"xy": (0.4, y - h + 0.1), "xytext": (0.4, y - 0.1)}
             ax.annotate("", **ends, xycoords=inches, arrowprops=arrow)
-            ax.text(0.65, mid, text, va="center", fontsize=10, transform=inches)
+            ax.text(0.65, mid, text, va="center", transform=inches)
         y -= h
     # The drawing as wide as its longest text, <= 5 in: the Axes is narrowed to
     # it, and the PNG is cut to the Axes. The figure keeps its 5 in, so that
@@ -228,7 +226,6 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
     axes["x"].set_title(
         f"x {fmt_shape(x['shape'])}, {stride} {fmt_shape(x['stride'])}"
         + pick("：存储中的顺序", ": its storage, in order"),
-        fontsize=10,
     )
     grid_axes(axes["x"], T * E, 1)
     view, split = layout["view"]["offsets"][0], layout["split"]["offsets"][0]
@@ -252,7 +249,7 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
     for name, title in titles.items():
         shape, strides = layout[name]["shape"], layout[name]["stride"]
         axes[name].set_title(
-            f"{title}{fmt_shape(shape)}\n{stride} {fmt_shape(strides)}", fontsize=10
+            f"{title}{fmt_shape(shape)}\n{stride} {fmt_shape(strides)}"
         )
     if layout["view_error"] is not None:
         fig.supxlabel(
@@ -260,6 +257,5 @@ def _draw_layout(layout: dict, H: int, D: int) -> Figure:
                 f"split_heads 的结果 .view{fmt_shape(x['shape'])}：RuntimeError",
                 f"split_heads(...).view{fmt_shape(x['shape'])}: RuntimeError",
             ),
-            fontsize=10,
         )
     return fig

@@ -114,16 +114,15 @@ def _draw(facts: dict, T: int, S: int, row: int) -> Figure:
             str(n),
             ha="center",
             va="center",
-            fontsize=10,
             zorder=3,
             bbox={"boxstyle": "round", "fc": "white", "ec": "none"},
         )
     top.add_patch(Rectangle((0, row), S, 1, fc="none", ec="C3", lw=2.5))
     top.set(xlim=(0, S), ylim=(T, 0), aspect="equal")
     cuts = sorted({c for _, cols in order for c in cols})  # key block edges
-    top.set_xticks(cuts, cuts, fontsize=10)
+    top.set_xticks(cuts, cuts)
     cuts = sorted({r for rows, _ in order for r in rows})  # query block edges
-    top.set_yticks(cuts, cuts, fontsize=10)
+    top.set_yticks(cuts, cuts)
     (r0, r1), (c0, c1) = order[0]  # the first tile is a full bq x bk one
     top.set_xlabel(pick(f"键 j（每块 {c1 - c0} 个）", f"key j (blocks of {c1 - c0})"))
     top.set_ylabel(
@@ -133,7 +132,6 @@ def _draw(facts: dict, T: int, S: int, row: int) -> Figure:
         pick(
             "块的读取顺序（红框：第 {} 行）", "tiles in reading order (red: row {})"
         ).format(row),
-        fontsize=10,
     )
     nk = facts["m"].shape[1]
     first = [n for n, (rows, _) in enumerate(order, 1) if rows[0] <= row < rows[1]]
@@ -151,6 +149,5 @@ def _draw(facts: dict, T: int, S: int, row: int) -> Figure:
     bottom.set_axis_off()
     bottom.set_title(
         pick(f"第 {row} 行在每块之后（共 {nk} 块）", f"row {row} after each tile"),
-        fontsize=10,
     )
     return fig

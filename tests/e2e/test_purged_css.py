@@ -35,7 +35,12 @@ OPEN_SEARCH = """() => {
   b.click();
 }"""
 OPEN_DRAWER = """() => document.querySelector(".primary-toggle").click()"""
-OPEN_DOWNLOADS = """() => document.querySelector(".dropdown-download-buttons .dropdown-toggle").click()"""
+# The menu opens once Bootstrap has loaded, on demand (docs/_static/book.js).
+OPEN_DOWNLOADS = """async () => {
+  document.querySelector(".dropdown-download-buttons .dropdown-toggle").click();
+  for (let i = 0; i < 100 && !document.querySelector(".dropdown-download-buttons .dropdown-menu.show"); i++)
+    await new Promise((r) => setTimeout(r, 50));
+}"""
 EXPLORE = """() => {
   const token = document.querySelector(".mha-explorer [data-token], .mha-explorer button");
   if (token) token.click();
