@@ -129,7 +129,7 @@ def test_a_math_font_missing_a_character_is_caught(site, tmp_path):
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_stylesheets_are_purged_and_their_originals_kept(site, lang):
-    from book_assets import OWN_CSS, unpurged_dir
+    from book_assets import BUNDLE_NAME, OWN_CSS, unpurged_dir
 
     edition = site / lang
     keep = unpurged_dir(edition)
@@ -137,5 +137,43 @@ def test_the_stylesheets_are_purged_and_their_originals_kept(site, lang):
     original = keep / "_static/styles/pydata-sphinx-theme.css"
     assert theme.stat().st_size < original.stat().st_size / 2
     for css in (edition / "_static").rglob("*.css"):
+        if BUNDLE_NAME.fullmatch(css.name):
+            continue  # made from the purged files: not purged itself
         kept = keep / css.relative_to(edition)
         assert kept.is_file() != (css.name in OWN_CSS), css
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_page_links_one_stylesheet_made_from_its_sources_as_they_are(site, lang):
+    """A page links one bundle; the bundle is its listed stylesheets as the
+    site has them now (not an older build's), so no page is drawn stale."""
+    import hashlib
+    import re
+
+    from book_assets import CSS_SOURCES, STYLESHEET, css_for_bundle
+
+    edition = site / lang
+    pages = sorted(edition.glob("*.html"))
+    assert len(pages) > 15
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        head = html.split("</head>", 1)[0]
+        links = STYLESHEET.findall(head)
+        assert len(links) == 1, (page.name, links)
+        bundle = edition / links[0]
+        sources = CSS_SOURCES.search(head).group(1).split()
+        assert "_static/book.css" in sources and len(sources) >= 8, sources
+        assert ("_static/katex/katex.min.css" in sources) == (
+            "book-katex-" in bundle.name
+        )
+        expected = "\n".join(
+            css_for_bundle(edition / s, edition / "_static") for s in sources
+        )
+        text = bundle.read_text(encoding="utf-8")
+        assert text == expected, (
+            f"{page.name}: {bundle.name} is not made of its sources"
+        )
+        assert hashlib.sha256(text.encode()).hexdigest()[:16] in bundle.name
+        for url in re.findall(r'url\("([^"]+)"\)', text):
+            if not url.startswith("data:"):
+                assert (bundle.parent / url.split("?")[0]).is_file(), (bundle.name, url)

@@ -138,10 +138,14 @@ def test_math_is_html_from_the_build_styled_from_the_site(site):
         html = read(site / lang / "02-scaled-dot-product.html")
         assert html.count('class="katex"') > 20
         assert "katex-error" not in html
-        href = re.search(r'<link[^>]+href="([^"?]*katex\.min\.css)[^"]*"', html)
+        # in the page's one stylesheet (docs/_ext/book_assets.py, bundle_stylesheets)
+        assert re.search(
+            r"<!-- book-css-sources: [^>]*_static/katex/katex\.min\.css", html
+        )
+        href = re.search(r'<link[^>]+href="([^"?]*book-katex-[0-9a-f]+\.css)"', html)
         assert href, "KaTeX's stylesheet is not linked"
         css_path = site / lang / href.group(1)
-        fonts = re.findall(r"url\(([^)]+)\)", read(css_path))
+        fonts = re.findall(r'url\("?([^")]*KaTeX[^")]*)"?\)', read(css_path))
         assert fonts and all(f.endswith(".woff2") for f in fonts)
         assert all((css_path.parent / f).is_file() for f in fonts)
         for page in (site / lang).glob("*.html"):

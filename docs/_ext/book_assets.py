@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -241,7 +242,7 @@ def purge_stylesheets(outdir: Path) -> list[dict]:
     record = _purged_record(keep)
     jobs = []
     for css in sorted((outdir / "_static").rglob("*.css")):
-        if css.name in OWN_CSS:
+        if css.name in OWN_CSS or BUNDLE_NAME.fullmatch(css.name):
             continue
         rel = css.relative_to(outdir).as_posix()
         original = keep / rel
@@ -288,6 +289,119 @@ def restore_stylesheets(outdir: Path) -> int:
     return restored
 
 
+# The stylesheets a page links, written by the layout between these markers
+# (docs/_templates/layout.html), become one file. The page keeps the list of
+# its sources in a comment, so a later build bundles them again even for a
+# page it did not rewrite.
+CSS_START, CSS_END = "<!-- book-css -->", "<!-- /book-css -->"
+CSS_REGION = re.compile(re.escape(CSS_START) + "(.*?)" + re.escape(CSS_END), re.S)
+CSS_SOURCES = re.compile(r"<!-- book-css-sources: ([^>]*?) -->\n?")
+STYLESHEET = re.compile(
+    r'<link\b(?=[^>]*\brel="stylesheet")[^>]*\bhref="([^"?]+)[^"]*"[^>]*/?>\n?'
+)
+# _static/book-<digest>.css, or book-katex-<digest>.css when KaTeX's stylesheet is in it
+BUNDLE_NAME = re.compile(r"book-(?:katex-)?[0-9a-f]{16}\.css")
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
+CSS_IMPORT = re.compile(r"""@import\s+(?:url\()?\s*['"]([^'"]+)['"]\s*\)?\s*;""")
+
+
+def css_for_bundle(css: Path, bundle_dir: Path) -> str:
+    """The text of ``css`` to sit in a bundle in ``bundle_dir``: its ``@import``
+    of a local file replaced by that file's text, its relative ``url()``
+    rewritten from its own folder to ``bundle_dir``.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "styles").mkdir()
+        >>> _ = (root / "basic.css").write_text("p{color:red}")
+        >>> _ = (root / "styles/theme.css").write_text(
+        ...     '@import "../basic.css";a{background:url(../fonts/x.woff2)}')
+        >>> css_for_bundle(root / "styles/theme.css", root)
+        'p{color:red}a{background:url("fonts/x.woff2")}'
+    """
+    text = css.read_text(encoding="utf-8")
+    text = CSS_IMPORT.sub(
+        lambda m: css_for_bundle((css.parent / m.group(1)).resolve(), bundle_dir), text
+    )
+
+    def rebase(m: re.Match) -> str:
+        url = m.group(2)
+        if re.match(r"(?i)(data:|[a-z]+:|/|#)", url):
+            return m.group(0)
+        path, _, rest = url.partition("?")
+        target = (css.parent / path).resolve()
+        rel = Path(os.path.relpath(target, bundle_dir.resolve())).as_posix()
+        return f'url("{rel}{"?" + rest if rest else ""}")'
+
+    return re.sub(r"@charset[^;]*;", "", CSS_URL.sub(rebase, text))
+
+
+def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
+    """One stylesheet per page, in ``_static``, from the ones it links.
+
+    Over a slow network every stylesheet costs a round trip before the page
+    can be drawn, and a browser opens only six connections to a host over
+    HTTP/1.1: thirteen files took four rounds. Each page's stylesheets (their
+    order kept) are joined into ``_static/book-<digest>.css`` (named
+    ``book-katex-...`` when KaTeX's is among them), and the page links that
+    one. Bundles no page links any more are removed. Returns bundle name ->
+    its sources (paths in ``outdir``).
+    """
+    static = outdir / "_static"
+    bundles: dict[str, list[str]] = {}
+    texts: dict[tuple[str, ...], str] = {}
+    for page in sorted(outdir.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        region = CSS_REGION.search(html)
+        if not region:
+            continue
+        inner = region.group(1)
+        up = page.parent.relative_to(outdir).as_posix().count("/") + (
+            page.parent != outdir
+        )
+        listed = CSS_SOURCES.search(inner)
+        if listed:
+            sources = listed.group(1).split()
+        else:
+            sources = [
+                os.path.normpath(page.parent.relative_to(outdir) / href).replace(
+                    os.sep, "/"
+                )
+                for href in STYLESHEET.findall(inner)
+            ]
+        if not sources:
+            continue
+        key = tuple(sources)
+        if key not in texts:
+            texts[key] = "\n".join(
+                css_for_bundle(outdir / src, static) for src in sources
+            )
+        text = texts[key]
+        katex = any(src.endswith("katex.min.css") for src in sources)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        name = f"book-{'katex-' if katex else ''}{digest}.css"
+        bundles[name] = list(sources)
+        link = (
+            f"<!-- book-css-sources: {' '.join(sources)} -->\n"
+            f'<link rel="stylesheet" href="{"../" * up}_static/{name}" />\n'
+        )
+        rest = STYLESHEET.sub("", CSS_SOURCES.sub("", inner))
+        new = CSS_START + link + rest + CSS_END
+        if new != region.group(0):
+            page.write_text(html.replace(region.group(0), new, 1), encoding="utf-8")
+    for name, sources in bundles.items():
+        text = texts[tuple(sources)]
+        target = static / name
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+    for old in static.glob("book-*.css*"):
+        if BUNDLE_NAME.fullmatch(old.name.split(".css")[0] + ".css") and (
+            old.name.split(".css")[0] + ".css" not in bundles
+        ):
+            old.unlink()
+    return bundles
+
+
 def _restore_assets(app):
     if app.builder.format == "html":
         restore_stylesheets(Path(app.outdir))
@@ -301,6 +415,7 @@ def _finish_assets(app, exception):
             (outdir / "_static" / "scripts" / unused).unlink(missing_ok=True)
         subset_math_fonts(outdir)
         purge_stylesheets(outdir)
+        bundle_stylesheets(outdir)
 
 
 def _add_template_filter(app):

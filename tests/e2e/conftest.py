@@ -21,6 +21,17 @@ SITE = Path(os.environ.get("MHA_BOOK_SITE", ROOT / "_build" / "html"))
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 
+def rebundle(site: Path) -> None:
+    """Join each page's stylesheets into its one file again, as the build does
+    (docs/_ext/book_assets.py), after a test has changed a stylesheet."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from book_assets import bundle_stylesheets
+
+    for edition in ("zh", "en"):
+        if (site / edition).is_dir():
+            bundle_stylesheets(site / edition)
+
+
 @pytest.fixture(scope="session")
 def chromium():
     if not CHROMIUM.exists():

@@ -157,7 +157,10 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
         "lcp_ms": round(data["lcp"]),
         "blocking_ms": blocking_ms(data["fcp"], data["longTasks"]),
         # KaTeX's stylesheet (its fonts follow); the math itself is HTML from the build.
-        "math_css": any(name.endswith("/katex.min.css") for name in names),
+        # (or the page's one stylesheet, named for KaTeX's inside it: book_assets)
+        "math_css": any(
+            name.endswith("/katex.min.css") or "/book-katex-" in name for name in names
+        ),
         # A script that typesets math in the browser: there must be none.
         "math_scripts": [name for name in names if MATH_SCRIPT.search(name)],
         "images": sorted(

@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 from browser import serve
-from conftest import SCREENSHOTS, SITE
+from conftest import SCREENSHOTS, SITE, rebundle
 from PIL import Image, ImageChops
 
 UNPURGED = SITE.parent / "css-unpurged"
@@ -98,6 +98,7 @@ def whole_site(tmp_path_factory):
         shutil.copy(original, copy / original.relative_to(UNPURGED))
         restored += 1
     assert restored >= 10, f"only {restored} stylesheets kept in {UNPURGED}"
+    rebundle(copy)  # the pages' one stylesheet, from the untouched ones
     return copy
 
 
@@ -178,6 +179,7 @@ def test_rules_purged_too_far_are_seen(chromium, whole_site, tmp_path):
     )
     assert cut > 5
     css.write_text(text, encoding="utf-8")
+    rebundle(broken)
     with serve(whole_site) as whole, serve(broken) as purged:
         a, b = (
             draw(chromium, f"{base}/en/03-multi-head.html", 1280, "light", None, False)
