@@ -356,9 +356,6 @@ def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
         if not region:
             continue
         inner = region.group(1)
-        up = page.parent.relative_to(outdir).as_posix().count("/") + (
-            page.parent != outdir
-        )
         listed = CSS_SOURCES.search(inner)
         if listed:
             sources = listed.group(1).split()
@@ -381,9 +378,10 @@ def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         name = f"book-{'katex-' if katex else ''}{digest}.css"
         bundles[name] = list(sources)
+        href = Path(os.path.relpath(static / name, page.parent)).as_posix()
         link = (
             f"<!-- book-css-sources: {' '.join(sources)} -->\n"
-            f'<link rel="stylesheet" href="{"../" * up}_static/{name}" />\n'
+            f'<link rel="stylesheet" href="{href}" />\n'
         )
         rest = STYLESHEET.sub("", CSS_SOURCES.sub("", inner))
         new = CSS_START + link + rest + CSS_END
@@ -394,10 +392,9 @@ def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
         target = static / name
         if not target.is_file() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
-    for old in static.glob("book-*.css*"):
-        if BUNDLE_NAME.fullmatch(old.name.split(".css")[0] + ".css") and (
-            old.name.split(".css")[0] + ".css" not in bundles
-        ):
+    for old in static.glob("book-*.css*"):  # with its .gz and .br copies
+        css = old.name.split(".css")[0] + ".css"
+        if BUNDLE_NAME.fullmatch(css) and css not in bundles:
             old.unlink()
     return bundles
 
