@@ -234,20 +234,23 @@ def _load_explorer(app, pagename, templatename, context, doctree):
         context["body"] = body
 
 
-# --- images below the fold load when the reader gets near them ------------------
-# A page's first figure may be in view at once: it loads eagerly. A config
-# value (default 1), so changing it rewrites every page (Sphinx compares the
-# "html" config values with the last build's).
-EAGER_IMAGES = 1
+# --- images load when the reader gets near them ----------------------------------
+# How many of a page's first figures load at once. None: no chapter's first
+# figure is in the first screen of a phone (the nearest, chapter 10's, starts
+# about 1,900 CSS px down at 390 px; the browser test checks every figure
+# against the first screen), and an eager figure below it cost a phone up to
+# 89 KiB before the page was usable. A config value, so changing it rewrites
+# every page (Sphinx compares the "html" config values with the last build's).
+EAGER_IMAGES = 0
 
 
 def _lazy_images(app, doctree, docname):
-    """Mark every image of a page but the first ``loading="lazy"``.
+    """Mark every image of a page but the first ``book_eager_images`` lazy.
 
     Runs on the resolved doctree, after myst-nb has turned the cells' outputs
-    into image nodes; docutils' HTML writer writes the attribute. The browser
-    then fetches a figure only when the reader scrolls near it, so a page's
-    first load carries its first figure and not the rest.
+    into image nodes; docutils' HTML writer writes ``loading="lazy"``. The
+    browser then fetches a figure only when the reader scrolls near it, so a
+    page's first load carries none of the figures far below the first screen.
     """
     eager = app.config.book_eager_images
     for i, image in enumerate(doctree.findall(nodes.image)):

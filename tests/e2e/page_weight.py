@@ -179,8 +179,12 @@ CONTENT_WIDTH_JS = """() => {
   const a = document.querySelector("article.bd-article"), s = getComputedStyle(a);
   return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
 }"""
+# Each figure with its top edge in CSS px from the top of the page, beside the
+# height of the first screen.
 ARTICLE_IMAGES_JS = """() => [...document.querySelectorAll("article.bd-article img")]
-  .map((img) => ({src: img.getAttribute("src"), url: img.src, loading: img.getAttribute("loading")}))"""
+  .map((img) => ({src: img.getAttribute("src"), url: img.src, loading: img.getAttribute("loading"),
+                  top: img.getBoundingClientRect().top + window.scrollY,
+                  screen: window.innerHeight}))"""
 
 
 def content_width(page, url: str) -> float:
@@ -207,15 +211,26 @@ def oversized_images(site: Path, lang: str, path: str, limit: float) -> list[str
     return problems
 
 
-def lazy_problems(images: list[dict], eager: int = 1) -> list[str]:
-    """The first ``eager`` images load at once; every later one is ``loading="lazy"``."""
+def lazy_problems(images: list[dict]) -> list[str]:
+    """A figure in the first screen loads at once; every other is ``loading="lazy"``.
+
+    ``images``: :data:`ARTICLE_IMAGES_JS`'s records, measured on the page as
+    first shown (``top`` and ``screen`` in CSS px).
+    """
     problems = []
-    for i, img in enumerate(images):
+    for img in images:
         lazy = img["loading"] == "lazy"
-        if i < eager and lazy:
-            problems.append(f"{img['src']} is the page's image {i + 1} but lazy")
-        elif i >= eager and not lazy:
-            problems.append(f"{img['src']} is below the first {eager} but not lazy")
+        first_screen = img["top"] < img["screen"]
+        if first_screen and lazy:
+            problems.append(
+                f"{img['src']} starts at {img['top']:.0f} px, in the first "
+                f"{img['screen']} px screen, but is lazy"
+            )
+        elif not first_screen and not lazy:
+            problems.append(
+                f"{img['src']} starts at {img['top']:.0f} px, below the first "
+                f"{img['screen']} px screen, but is not lazy"
+            )
     return problems
 
 

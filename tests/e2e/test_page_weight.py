@@ -8,6 +8,7 @@ and onto ``build-report.html`` once every page has been measured.
 import datetime
 import re
 import shutil
+import statistics
 import sys
 
 import pytest
@@ -29,23 +30,27 @@ from page_weight import (
 # a CPU 4x slower), cold cache, from the local server sending the gzip copies
 # a host sends (tools/compressed.py; HTTP/1.1, six connections, where a host
 # such as GitHub Pages speaks HTTP/2).
-# Measured during the browser tests (make e2e, nothing else running), 19
-# pages per edition: bytes median 137 KiB (en) and 142 KiB (zh), largest
-# 226 and 230 KiB (11-pretrained-bert: the explorer's weights inline, 21 KiB,
-# and 89 KiB of figures within the lazy-loading distance), images at most
-# 89 KiB; largest contentful paint 1.6-2.0 s; blocking time median 9-12 ms,
-# largest 342 ms (zh/02-scaled-dot-product: the theme's start-up on a long
-# page); load event 2.6-3.9 s. The goals are 200 KiB, 300 ms, 2.5 s and 5 s.
-# The paint and load limits are the goals; bytes and blocking time sit above
-# what is measured (chapter 11's bytes, a busy machine's blocking time), so
-# that nothing gets heavier while the rest of the way is made.
+# Measured on a quiet machine (tests/e2e/page_weight.py --throttle), 19 pages
+# per edition, with every figure lazy (none is in a phone's first screen):
+# bytes median 114 KiB (en) and 122 KiB (zh), largest 153 and 157 KiB (the
+# API reference; chapter 11, 137 and 142 KiB, with the explorer's weights
+# inline, 21 KiB), images at most 32 KiB (a figure within the browser's
+# lazy-loading distance); largest contentful paint 1.5-1.8 s; load event
+# 2.6-3.6 s; blocking time at most 145 ms in four runs of the heaviest pages,
+# with single runs up to 243 ms (en/02) and, in an earlier run beside the
+# other browser tests, 342 ms: a timing is noisy, so one over its budget is
+# measured twice more and the median of the three runs is held to it, as
+# Lighthouse CI asserts on the median of its runs. The budget is the goal.
 BUDGET = {
-    "bytes": 240 * 1024,
-    "image_bytes": 96 * 1024,
-    "blocking_ms": 600,
+    "bytes": 200 * 1024,
+    "image_bytes": 64 * 1024,
+    "blocking_ms": 300,
     "lcp_ms": 2500,
     "load_ms": 5000,
 }
+# The measurements that vary from run to run (bytes do not).
+TIMINGS = ("blocking_ms", "lcp_ms", "load_ms")
+RUNS_WHEN_OVER = 3
 LANGS = ("zh", "en")
 PAGES = [(lang, path) for lang in LANGS for path in site_pages(SITE, lang)]
 IDS = [f"{lang}/{path}" for lang, path in PAGES]
@@ -54,6 +59,19 @@ IDS = [f"{lang}/{path}" for lang, path in PAGES]
 def has_math(lang: str, path: str, site=SITE) -> bool:
     """Whether the page holds math (Sphinx marks each formula ``class="math``)."""
     return 'class="math' in (site / lang / path).read_text(encoding="utf-8")
+
+
+def timing_over_budget(r: dict, budget=BUDGET) -> bool:
+    return any(r[key] > budget[key] for key in TIMINGS)
+
+
+def median_timings(runs: list[dict]) -> dict:
+    """The first run with each timing replaced by its median over ``runs``."""
+    merged = dict(runs[0])
+    for key in TIMINGS:
+        merged[key] = statistics.median(run[key] for run in runs)
+    merged["runs"] = [{key: run[key] for key in TIMINGS} for run in runs]
+    return merged
 
 
 def budget_problems(r: dict, budget=BUDGET) -> list[str]:
@@ -119,14 +137,18 @@ def measurements():
 
 @pytest.mark.parametrize("lang,path", PAGES, ids=IDS)
 def test_first_load_is_within_budget(chromium, site_url, measurements, lang, path):
-    r = measure(
-        phone_context(chromium), f"{site_url}/{lang}/{path}", inspect, throttle=True
-    )
+    def run() -> dict:
+        url = f"{site_url}/{lang}/{path}"
+        return measure(phone_context(chromium), url, inspect, throttle=True)
+
+    r = run()
+    if timing_over_budget(r):  # noise or real: the median of three decides
+        r = median_timings([r] + [run() for _ in range(RUNS_WHEN_OVER - 1)])
     measurements[f"{lang}/{path}"] = r
     checks = {
         "budget": budget_problems(r),
         "math rendered by the build": katex_problems(r, has_math(lang, path)),
-        "images below the first lazy": lazy_problems(r["inspected"]["images"]),
+        "figures below the first screen lazy": lazy_problems(r["inspected"]["images"]),
     }
     assert {k: v for k, v in checks.items() if v} == {}
 
@@ -149,12 +171,25 @@ def test_figures_are_at_most_three_times_the_column(page, site_url):
 
 
 def test_lazy_figures_wait_for_the_reader(chromium, site_url):
-    """On a phone the first load leaves the figures far below the fold unfetched."""
-    r = measure(phone_context(chromium), f"{site_url}/en/06-applications.html", inspect)
+    """On a phone the first load leaves the figures far below the fold unfetched;
+    each loads when the reader scrolls to it."""
+    url = f"{site_url}/en/06-applications.html"
+    r = measure(phone_context(chromium), url, inspect)
     shown = [img["src"].rsplit("/", 1)[-1] for img in r["inspected"]["images"]]
     assert len(shown) >= 3
-    assert shown[0] in r["images"]
     assert set(shown) - set(r["images"]), f"every figure fetched: {r['images']}"
+    context = phone_context(chromium)()
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="networkidle")
+        for figure in page.locator("article.bd-article img").all():
+            figure.scroll_into_view_if_needed()
+            page.wait_for_function(
+                "(img) => img.complete && img.naturalWidth > 0",
+                arg=figure.element_handle(),
+            )
+    finally:
+        context.close()
 
 
 # --- the checks fail on a broken site --------------------------------------------
@@ -283,9 +318,38 @@ def test_an_oversized_figure_is_reported(broken_site):
     ]
 
 
-def test_an_eager_figure_below_the_first_is_reported():
-    images = [{"src": f"_images/{i}.png", "loading": "lazy"} for i in range(3)]
+def test_a_page_slow_in_most_runs_fails_and_one_slow_run_does_not():
+    def run(blocking_ms):
+        return {
+            "problems": [],
+            "bytes": 100 * 1024,
+            "by_kind": {"image": 0},
+            "blocking_ms": blocking_ms,
+            "lcp_ms": 1600,
+            "load_ms": 3000,
+        }
+
+    first = run(500)
+    assert timing_over_budget(first)
+    slow = median_timings([first, run(480), run(120)])
+    assert slow["blocking_ms"] == 480
+    assert budget_problems(slow) == ["480 ms of blocking time, budget 300"]
+    once = median_timings([first, run(110), run(120)])
+    assert once["blocking_ms"] == 120 and budget_problems(once) == []
+    assert [r["blocking_ms"] for r in once["runs"]] == [500, 110, 120]
+
+
+def test_an_eager_figure_below_the_first_screen_is_reported():
+    screen = 844
+    images = [
+        {"src": f"_images/{i}.png", "loading": "lazy", "top": top, "screen": screen}
+        for i, top in enumerate([300, 1900, 5000])
+    ]
     images[0]["loading"] = None
     assert lazy_problems(images) == []
     images[2]["loading"] = None
-    assert lazy_problems(images) == ["_images/2.png is below the first 1 but not lazy"]
+    images[0]["loading"] = "lazy"
+    assert lazy_problems(images) == [
+        "_images/0.png starts at 300 px, in the first 844 px screen, but is lazy",
+        "_images/2.png starts at 5000 px, below the first 844 px screen, but is not lazy",
+    ]
