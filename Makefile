@@ -108,13 +108,15 @@ e2e: $(TESTS)
 	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e $(if $(K),-k "$(K)")
 
 # ruff: lint and format check of the package, tools, tests and conf.py, and of
-# the pages' code cells (tools/format_cells.py --check, tools/lint_cells.py).
+# the pages' code cells (tools/format_cells.py --check, tools/lint_cells.py);
+# import-linter: the package's layers ([tool.importlinter] in pyproject.toml).
 LINTED := mha_book tools tests docs/_ext conf.py
 lint: $(TESTS)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 	$(PY) tools/format_cells.py --check
 	$(PY) tools/lint_cells.py
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The five-character Tang poems shipped in mha_book/data/tang5/, derived from
 # the npm package chinese-poetry 2.0.1 by tools/ship_poems.py: `make corpus`

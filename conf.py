@@ -93,12 +93,12 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_favicon = "docs/_static/favicon.svg"
 templates_path = ["docs/_templates"]
-# mha_book/static holds the attention explorer's explorer.js and explorer.css
+# mha_book/viz/static holds the attention explorer's explorer.js and explorer.css
 # (package data, the single source); book_build loads them only on the pages
 # that show an explorer.
 html_static_path = [
     "docs/_static",
-    str(ROOT / "mha_book" / "static"),
+    str(ROOT / "mha_book" / "viz" / "static"),
     book_math.katex_static_dir(),
 ]
 html_css_files = ["book.css"]

@@ -7,31 +7,34 @@ Legend used throughout: B batch, H heads, T query length, S key length,
 D head dim, E = H * D embedding dim.
 """
 
-from mha_book.alibi import alibi_bias, alibi_slopes
-from mha_book.attention import fused_attention, scaled_dot_product_attention
-from mha_book.bert import BertEncoder
-from mha_book.blocks import DecoderOnlyBlock
-from mha_book.book import book_language
-from mha_book.charlm import CharTokenizer
-from mha_book.decoder import CausalDecoder, DecoderConfig
-from mha_book.explorer import AttentionExplorer, explore
-from mha_book.flash import flash_attention, online_softmax_update
-from mha_book.heads import merge_heads, repeat_kv, split_heads
-from mha_book.heatmap import plot_attention
-from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
-from mha_book.layers import DecoderLayer, EncoderLayer
-from mha_book.mask_helpers import padded_causal_mask, sliding_window_mask
-from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.positions import LearnedPositions, sinusoidal_positions
-from mha_book.rope import (
+from mha_book.attention.alibi import alibi_bias, alibi_slopes
+from mha_book.attention.flash import flash_attention, online_softmax_update
+from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
+from mha_book.attention.kv_cache import KVCache, kv_cache_bytes_per_token
+from mha_book.attention.mask_helpers import padded_causal_mask, sliding_window_mask
+from mha_book.attention.masks import causal_mask, flip_mask_convention, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.positions import LearnedPositions, sinusoidal_positions
+from mha_book.attention.rope import (
     RotaryEmbedding,
     apply_rotary,
     rotary_cos_sin,
     rotary_frequencies,
     rotate_half,
 )
-from mha_book.trace import ShapeTrace, trace_shapes
+from mha_book.attention.scaled_dot_product import (
+    fused_attention,
+    scaled_dot_product_attention,
+)
+from mha_book.attention.trace import ShapeTrace, trace_shapes
+from mha_book.book import book_language
+from mha_book.lm.charlm import CharTokenizer
+from mha_book.models.bert import BertEncoder
+from mha_book.models.blocks import DecoderOnlyBlock
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
+from mha_book.models.layers import DecoderLayer, EncoderLayer
+from mha_book.viz.explorer import AttentionExplorer, explore
+from mha_book.viz.heatmap import plot_attention
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,7 @@ through these messages.
 
 Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D.
 
-The checks of masks and biases are in :mod:`mha_book._mask_checks`.
+The checks of masks and biases are in :mod:`mha_book.attention._mask_checks`.
 
 Example:
     >>> check_positive_int(0, "num_heads")

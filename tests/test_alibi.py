@@ -1,12 +1,12 @@
-"""Tests for mha_book.alibi: the paper's slopes and the end-aligned bias."""
+"""Tests for mha_book.attention.alibi: the paper's slopes and the end-aligned bias."""
 
 import pytest
 import torch
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-from mha_book.alibi import alibi_bias, alibi_slopes
-from mha_book.attention import scaled_dot_product_attention
-from mha_book.masks import causal_mask
+from mha_book.attention.alibi import alibi_bias, alibi_slopes
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 
 F64 = torch.float64
 

@@ -1,7 +1,7 @@
 """The alt text of every glued figure agrees with the figure's layout.
 
-Every figure the book draws goes through :func:`mha_book.plot.figure_png`,
-which writes :func:`~mha_book.plot.figure_layout` into the PNG (rows and
+Every figure the book draws goes through :func:`mha_book.viz.plot.figure_png`,
+which writes :func:`~mha_book.viz.plot.figure_layout` into the PNG (rows and
 columns of panels; for a flow diagram its direction). The site check reads,
 for each ``{glue:figure}`` of both editions, the alt text the built page
 carries and the layout its image carries, and reports
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_book.plot import (
+from mha_book.viz.plot import (
     LAYOUT_KEY,
     figure_layout,
     figure_png,
@@ -113,7 +113,7 @@ def stated_counts(alt: str, lang: str) -> list[tuple[str, int, str]]:
 def alt_problems(alt: str, layout: dict, lang: str) -> list[str]:
     """What in ``alt`` contradicts ``layout``, or what it leaves unsaid.
 
-    ``layout`` is :func:`mha_book.plot.figure_layout`'s dict; ``lang`` the
+    ``layout`` is :func:`mha_book.viz.plot.figure_layout`'s dict; ``lang`` the
     edition, ``"zh"`` or ``"en"``.
     """
     if lang not in LANGS:
@@ -218,7 +218,7 @@ def html_figures(html: Path) -> dict[str, tuple[str | None, str | None]]:
 
 
 def png_layout(path: Path) -> dict | None:
-    """The layout :func:`~mha_book.plot.figure_png` wrote into a PNG, or None."""
+    """The layout :func:`~mha_book.viz.plot.figure_png` wrote into a PNG, or None."""
     from PIL import Image
 
     with Image.open(path) as image:
@@ -259,7 +259,7 @@ def site_problems(site: Path, docs: Path = ROOT / "docs", langs=LANGS, pages=Non
                 if layout is None:
                     problems.append(
                         f"{where}: {src} records no layout (draw the figure with "
-                        "mha_book.plot.new_figure; the notebook's PNG formatter, "
+                        "mha_book.viz.plot.new_figure; the notebook's PNG formatter, "
                         "figure_png, records it)"
                     )
                     continue

@@ -5,9 +5,9 @@ import os
 import pytest
 import torch
 
-import mha_book.artifacts as artifacts
-from mha_book.decoder import CausalDecoder
-from mha_book.training import train
+import mha_book.lm.artifacts as artifacts
+from mha_book.lm.training import train
+from mha_book.models.decoder import CausalDecoder
 
 IDS = torch.randint(0, 11, (400,), generator=torch.Generator().manual_seed(0))
 

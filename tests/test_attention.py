@@ -1,4 +1,4 @@
-"""Tests for mha_book.attention: the explicit kernel and the fused variant."""
+"""Tests for mha_book.attention.scaled_dot_product: the explicit kernel and the fused variant."""
 
 import math
 
@@ -8,8 +8,11 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_book.attention import fused_attention, scaled_dot_product_attention
-from mha_book.masks import causal_mask, padding_mask
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.scaled_dot_product import (
+    fused_attention,
+    scaled_dot_product_attention,
+)
 
 F64 = torch.float64
 
@@ -325,7 +328,7 @@ def test_property_matches_torch(B, H, T, S, D, Dv, masked, seed):
 
 
 def test_a_one_dimensional_key_mask_works_on_both_paths():
-    from mha_book.attention import fused_attention
+    from mha_book.attention.scaled_dot_product import fused_attention
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, n, 4, dtype=torch.float64) for n in (5, 6, 6))
@@ -361,8 +364,8 @@ def test_skipping_validation_changes_nothing_on_valid_input(fused):
 
 
 def test_the_module_still_rejects_what_the_kernel_no_longer_checks(monkeypatch):
-    import mha_book.attention as attention
-    from mha_book.module import MultiHeadAttention
+    import mha_book.attention.scaled_dot_product as attention
+    from mha_book.attention.mha import MultiHeadAttention
 
     calls = []
     monkeypatch.setattr(attention, "_check_qkv", lambda *args: calls.append(args))

@@ -5,13 +5,16 @@ import math
 import pytest
 import torch
 
-from mha_book.alibi import alibi_bias
-from mha_book.attention import fused_attention, scaled_dot_product_attention
-from mha_book.flash import flash_attention
-from mha_book.kernels import ATTENTION_KERNELS
-from mha_book.kv_cache import KVCache
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.alibi import alibi_bias
+from mha_book.attention.flash import flash_attention
+from mha_book.attention.kernels import ATTENTION_KERNELS
+from mha_book.attention.kv_cache import KVCache
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.scaled_dot_product import (
+    fused_attention,
+    scaled_dot_product_attention,
+)
 
 F64 = torch.float64
 B, H, T, S, D = 2, 3, 5, 7, 4

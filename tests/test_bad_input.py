@@ -14,11 +14,11 @@ from mha_book import (
     padding_mask,
     scaled_dot_product_attention,
 )
-from mha_book.attention import fused_attention
-from mha_book.charlm import CharTokenizer, evaluate
-from mha_book.decoder import CausalDecoder
-from mha_book.flash import flash_attention
-from mha_book.heads import merge_heads, repeat_kv, split_heads
+from mha_book.attention.flash import flash_attention
+from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
+from mha_book.attention.scaled_dot_product import fused_attention
+from mha_book.lm.charlm import CharTokenizer, evaluate
+from mha_book.models.decoder import CausalDecoder
 
 KERNELS = {
     "explicit": scaled_dot_product_attention,

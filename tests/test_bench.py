@@ -9,7 +9,6 @@ import time
 import pytest
 import torch
 
-from mha_book.artifacts import ARTIFACTS_ENV
 from mha_book.bench import (
     attention_flops,
     decode_speed,
@@ -24,6 +23,7 @@ from mha_book.bench import (
     measured_once,
     paired_ratio,
 )
+from mha_book.lm.artifacts import ARTIFACTS_ENV
 
 
 def test_quick_run_prints_the_table(capsys):
@@ -122,7 +122,7 @@ def test_bad_arguments_exit_with_usage():
 def test_quick_run_prints_the_new_sections(capsys):
     assert main(["--quick"]) == 0
     out = capsys.readouterr().out
-    assert "kernels: explicit, fused, flash (mha_book.kernels)" in out
+    assert "kernels: explicit, fused, flash (mha_book.attention.kernels)" in out
     assert "flash/explicit mem" in out
     assert "n/a (memory at T = 8192 not measured)" in out
     assert "decoding: 2 self-attention layers" in out and "cache tok/s" in out
@@ -221,7 +221,7 @@ def test_kernel_times_rows():
 def test_the_flop_formula_is_what_torch_counts_on_the_explicit_path(T, S):
     from torch.utils.flop_counter import FlopCounterMode
 
-    from mha_book.module import MultiHeadAttention
+    from mha_book.attention.mha import MultiHeadAttention
 
     B, E, H = 2, 32, 4
     mha = MultiHeadAttention(E, H).eval()

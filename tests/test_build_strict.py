@@ -47,9 +47,9 @@ def test_chinese_without_the_cjk_font_fails_and_with_it_passes(scratch):
     assert result.returncode != 0
     assert "missing from font" in result.stdout
     # ... and the build names the rule that fixes it
-    assert "Draw figures with mha_book.plot.new_figure()" in result.stdout
+    assert "Draw figures with mha_book.viz.plot.new_figure()" in result.stdout
     with_font = cell(
-        "from mha_book.plot import new_figure\n"
+        "from mha_book.viz.plot import new_figure\n"
         "fig = new_figure()\nfig.add_subplot().set_title('注意力')\nfig"
     )
     result = build(scratch, with_font)

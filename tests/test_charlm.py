@@ -1,4 +1,4 @@
-"""Tests for mha_book.charlm and mha_book.corpus: the character-level language model."""
+"""Tests for mha_book.lm.charlm and mha_book.lm.corpus: the character-level language model."""
 
 import doctest
 import hashlib
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha_book import checkpoint, corpus
 from mha_book.book import display_width
-from mha_book.charlm import (
+from mha_book.lm import checkpoint, corpus
+from mha_book.lm.charlm import (
     CharTokenizer,
     evaluate,
     get_batch,
@@ -19,9 +19,9 @@ from mha_book.charlm import (
     split_ids,
     unigram_loss,
 )
-from mha_book.checkpoint import load_checkpoint, save_checkpoint
-from mha_book.decoder import CausalDecoder
-from mha_book.training import TrainHistory, sample, train
+from mha_book.lm.checkpoint import load_checkpoint, save_checkpoint
+from mha_book.lm.training import TrainHistory, sample, train
+from mha_book.models.decoder import CausalDecoder
 
 TEXT = "to be, or not to be: that is the question.\n" * 40
 
@@ -198,7 +198,7 @@ def test_checkpoint_round_trip(tokenizer, tmp_path):
 def test_load_rejects_other_files(tmp_path):
     path = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(2)}, path)
-    with pytest.raises(ValueError, match="not a mha_book.charlm/2 checkpoint"):
+    with pytest.raises(ValueError, match="not a mha_book.lm.charlm/2 checkpoint"):
         load_checkpoint(path)
 
 

@@ -1,16 +1,16 @@
-"""Tests for mha_book.decoder: the causal decoder-only Transformer."""
+"""Tests for mha_book.models.decoder: the causal decoder-only Transformer."""
 
 import math
 
 import pytest
 import torch
 
-from mha_book.alibi import alibi_bias
-from mha_book.blocks import DecoderOnlyBlock
-from mha_book.decoder import POSITIONS, CausalDecoder
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.positions import sinusoidal_positions
+from mha_book.attention.alibi import alibi_bias
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.positions import sinusoidal_positions
+from mha_book.models.blocks import DecoderOnlyBlock
+from mha_book.models.decoder import POSITIONS, CausalDecoder
 
 F64 = torch.float64
 

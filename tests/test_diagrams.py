@@ -1,13 +1,17 @@
-"""The diagrams draw what the code computes (mha_book.diagrams)."""
+"""The diagrams draw what the code computes (mha_book.viz.diagrams)."""
 
 import math
 
 import pytest
 import torch
 
-from mha_book.alibi import alibi_bias, alibi_slopes
+from mha_book.attention.alibi import alibi_bias, alibi_slopes
+from mha_book.attention.heads import merge_heads, split_heads
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.trace import trace_shapes
 from mha_book.book import LANG_ENV_VAR, pick
-from mha_book.diagrams import (
+from mha_book.viz.diagrams import (
     alibi_heads,
     attention_matrices,
     attention_patterns,
@@ -23,11 +27,7 @@ from mha_book.diagrams import (
     rotary_rotation,
     torch_is_causal_mask,
 )
-from mha_book.heads import merge_heads, split_heads
-from mha_book.masks import causal_mask, padding_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.plot import TEXT_PT, figure_layout, smallest_text_pt
-from mha_book.trace import trace_shapes
+from mha_book.viz.plot import TEXT_PT, figure_layout, smallest_text_pt
 
 F64 = torch.float64
 
@@ -73,7 +73,7 @@ def test_the_sharing_diagram_follows_repeat_kv():
 
 
 def test_the_cache_diagram_records_the_shapes_of_real_decoding():
-    from mha_book.module import MultiHeadAttention
+    from mha_book.attention.mha import MultiHeadAttention
 
     mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
     fig, growth = kv_cache_growth(mha, torch.randn(3, 5, 16))
@@ -109,7 +109,7 @@ def test_the_data_flow_draws_the_traced_shapes(lang, monkeypatch):
 def test_the_data_flow_has_one_size_in_both_editions(monkeypatch):
     # tools/check_numbers.py reads a glued figure's size as its text, the same in
     # both editions; each edition's PNG is still cut to its own longest label
-    from mha_book.plot import FIGURE_DPI, PIXEL_DENSITY, figure_png
+    from mha_book.viz.plot import FIGURE_DPI, PIXEL_DENSITY, figure_png
 
     mha = MultiHeadAttention(512, 8).eval()
     x = torch.randn(2, 10, 512)
@@ -235,9 +235,9 @@ def _texts(fig):
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_patterns_diagram_reads_the_layers_weights(monkeypatch, lang):
+    from mha_book.attention.masks import padding_mask
     from mha_book.book import LANG_ENV_VAR
-    from mha_book.layers import DecoderLayer, EncoderLayer
-    from mha_book.masks import padding_mask
+    from mha_book.models.layers import DecoderLayer, EncoderLayer
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
     torch.manual_seed(0)
@@ -259,7 +259,7 @@ def test_the_patterns_diagram_reads_the_layers_weights(monkeypatch, lang):
 
 
 def test_the_patterns_diagram_names_bad_arguments():
-    from mha_book.layers import DecoderLayer, EncoderLayer
+    from mha_book.models.layers import DecoderLayer, EncoderLayer
 
     enc, dec = EncoderLayer(8, 2, 16), DecoderLayer(8, 2, 16).eval()
     x = torch.randn(1, 3, 8)
@@ -276,8 +276,8 @@ def test_the_patterns_diagram_names_bad_arguments():
 def test_the_tiles_diagram_records_the_kernels_own_statistics(
     monkeypatch, lang, T, S, bq, bk
 ):
+    from mha_book.attention.flash import _forward, flash_attention
     from mha_book.book import LANG_ENV_VAR
-    from mha_book.flash import _forward, flash_attention
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
     q, k, v = (torch.randn(n, 4, dtype=torch.float64) for n in (T, S, S))
@@ -318,7 +318,7 @@ def test_the_tiles_diagram_names_bad_arguments():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_matrices_diagram_draws_what_attention_computes(monkeypatch, lang):
-    from mha_book.attention import scaled_dot_product_attention
+    from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
     from mha_book.book import LANG_ENV_VAR
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
@@ -342,7 +342,7 @@ def test_the_matrices_diagram_leaves_a_gap_between_negative_numbers(T, S, D, Dv)
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from mha_book.diagrams.scores import CELL
+    from mha_book.viz.diagrams.scores import CELL
 
     q, k = -torch.rand(T, D) - 1, torch.rand(S, D) + 1
     v = -torch.rand(S, Dv) - 1
@@ -376,8 +376,8 @@ def test_the_matrices_diagram_names_bad_arguments():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_kernel_table_records_what_the_module_ran(monkeypatch, lang):
+    from mha_book.attention.kernels import ATTENTION_KERNELS
     from mha_book.book import LANG_ENV_VAR
-    from mha_book.kernels import ATTENTION_KERNELS
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
     before = dict(ATTENTION_KERNELS)
@@ -405,7 +405,7 @@ def test_the_kernel_table_records_what_the_module_ran(monkeypatch, lang):
 
 
 def test_the_kernel_table_names_bad_arguments_and_restores_the_registry():
-    from mha_book.kernels import ATTENTION_KERNELS
+    from mha_book.attention.kernels import ATTENTION_KERNELS
 
     before = dict(ATTENTION_KERNELS)
     with pytest.raises(ValueError, match="tokens must be a positive int, got 0"):
@@ -450,7 +450,7 @@ def test_the_alibi_diagram_draws_every_heads_real_bias(monkeypatch):
 
 
 def _layers():
-    from mha_book.layers import DecoderLayer, EncoderLayer
+    from mha_book.models.layers import DecoderLayer, EncoderLayer
 
     return EncoderLayer(8, 2, 16).eval(), DecoderLayer(8, 2, 16).eval()
 
@@ -484,7 +484,7 @@ DIAGRAMS = {
 
 
 def test_every_diagram_is_in_the_list_of_diagrams():
-    import mha_book.diagrams as diagrams
+    import mha_book.viz.diagrams as diagrams
 
     drawing = {
         name
@@ -510,7 +510,7 @@ def test_every_diagram_states_the_layout_it_drew(name):
 
 
 def test_a_recorded_layout_that_disagrees_with_the_axes_is_caught():
-    from mha_book.plot import record_layout
+    from mha_book.viz.plot import record_layout
 
     fig, facts = causal_alignment(3, 5)  # two panels, one above the other
     record_layout(fig, rows=1, columns=2)  # as if they stood side by side
@@ -520,7 +520,7 @@ def test_a_recorded_layout_that_disagrees_with_the_axes_is_caught():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_parallel_heads_are_the_modules_own(monkeypatch, lang):
-    from mha_book.attention import scaled_dot_product_attention
+    from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 
     monkeypatch.setenv(LANG_ENV_VAR, lang)
     torch.manual_seed(0)
@@ -576,7 +576,7 @@ def test_the_parallel_heads_follow_a_sequence_first_module():
 
 
 def test_the_parallel_heads_name_their_bad_arguments():
-    from mha_book.rope import RotaryEmbedding
+    from mha_book.attention.rope import RotaryEmbedding
 
     x = torch.randn(1, 3, 16)
     with pytest.raises(TypeError, match="module must be a mha_book.MultiHeadAttention"):
@@ -597,7 +597,7 @@ def test_the_parallel_heads_name_their_bad_arguments():
 
 def test_the_pages_check_of_the_heads_fails_on_the_wrong_columns():
     """Chapter 03 checks each head's columns against out_proj's input: it can fail."""
-    from mha_book.attention import scaled_dot_product_attention
+    from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 2).eval()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mha_book import AttentionExplorer, explore
-from mha_book.explorer import _labels, static_asset
+from mha_book.viz.explorer import _labels, static_asset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,9 +192,9 @@ def test_the_words_come_from_python_in_the_book_language(monkeypatch):
 
 def test_the_widget_files_are_package_data_and_reach_the_site():
     for name in ("explorer.js", "explorer.css"):
-        assert (ROOT / "mha_book" / "static" / name).is_file()
+        assert (ROOT / "mha_book" / "viz" / "static" / name).is_file()
     with pytest.raises(ValueError, match="name must be one of"):
         static_asset("book.js")
-    assert '"static/*"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"viz/static/*"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     conf = (ROOT / "conf.py").read_text(encoding="utf-8")
-    assert 'str(ROOT / "mha_book" / "static")' in conf  # html_static_path
+    assert 'str(ROOT / "mha_book" / "viz" / "static")' in conf  # html_static_path

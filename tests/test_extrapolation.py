@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-import mha_book.artifacts as artifacts
-import mha_book.extrapolation as extrapolation
-from mha_book.charlm import CharTokenizer
-from mha_book.extrapolation import train_short_test_long
+import mha_book.lm.artifacts as artifacts
+import mha_book.lm.extrapolation as extrapolation
+from mha_book.lm.charlm import CharTokenizer
+from mha_book.lm.extrapolation import train_short_test_long
 
 TOK = CharTokenizer.from_text("abcde")
 IDS = TOK.encode("abcdeedcbaabdce" * 30)  # (450,)

@@ -1,4 +1,4 @@
-"""Tests for mha_book.flash: the tiled kernel against the explicit reference kernel."""
+"""Tests for mha_book.attention.flash: the tiled kernel against the explicit reference kernel."""
 
 import math
 
@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mha_book.attention import scaled_dot_product_attention
-from mha_book.flash import flash_attention, online_softmax_update
-from mha_book.heads import repeat_kv
-from mha_book.masks import causal_mask, padding_mask
+from mha_book.attention.flash import flash_attention, online_softmax_update
+from mha_book.attention.heads import repeat_kv
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 
 F64 = torch.float64
 

@@ -5,10 +5,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_book.heads import repeat_kv
-from mha_book.kv_cache import KVCache, kv_cache_bytes_per_token
-from mha_book.masks import causal_mask, padding_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.heads import repeat_kv
+from mha_book.attention.kv_cache import KVCache, kv_cache_bytes_per_token
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
 
 F64 = torch.float64
 KINDS = {"MHA": 4, "GQA": 2, "MQA": 1}  # num_kv_heads for H = 4

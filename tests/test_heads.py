@@ -1,11 +1,11 @@
-"""Tests for mha_book.heads."""
+"""Tests for mha_book.attention.heads."""
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_book.heads import merge_heads, split_heads
+from mha_book.attention.heads import merge_heads, split_heads
 
 
 def test_split_shape_and_is_a_view():

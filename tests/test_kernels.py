@@ -5,11 +5,13 @@ import pytest
 import torch
 from torch import nn
 
-from mha_book.attention import scaled_dot_product_attention as explicit_kernel
+from mha_book.attention.kernels import ATTENTION_KERNELS, get_kernel
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.scaled_dot_product import (
+    scaled_dot_product_attention as explicit_kernel,
+)
 from mha_book.bench import kernel_times
-from mha_book.kernels import ATTENTION_KERNELS, get_kernel
-from mha_book.masks import causal_mask, padding_mask
-from mha_book.module import MultiHeadAttention
 
 F64 = torch.float64
 NAMES = sorted(ATTENTION_KERNELS)

@@ -1,13 +1,13 @@
-"""Tests for mha_book.mask_helpers: sliding window and padded causal masks."""
+"""Tests for mha_book.attention.mask_helpers: sliding window and padded causal masks."""
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_book.mask_helpers import padded_causal_mask, sliding_window_mask
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.mask_helpers import padded_causal_mask, sliding_window_mask
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
 
 F64 = torch.float64
 

@@ -12,12 +12,15 @@ import pytest
 import torch
 from torch import nn
 
-from mha_book.attention import fused_attention, scaled_dot_product_attention
-from mha_book.flash import flash_attention
-from mha_book.kv_cache import KVCache
-from mha_book.layers import DecoderLayer, EncoderLayer
-from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.flash import flash_attention
+from mha_book.attention.kv_cache import KVCache
+from mha_book.attention.masks import causal_mask, flip_mask_convention, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.scaled_dot_product import (
+    fused_attention,
+    scaled_dot_product_attention,
+)
+from mha_book.models.layers import DecoderLayer, EncoderLayer
 
 F64 = torch.float64
 

@@ -1,4 +1,4 @@
-"""Tests for mha_book.masks."""
+"""Tests for mha_book.attention.masks."""
 
 from contextlib import nullcontext
 
@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
+from mha_book.attention.masks import causal_mask, flip_mask_convention, padding_mask
 
 
 def test_padding_mask_shape_values_and_broadcast():

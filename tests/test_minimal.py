@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from mha_book import MultiHeadAttention, causal_mask, flip_mask_convention
-from mha_book.minimal import MinimalMultiHeadAttention
+from mha_book.attention.minimal import MinimalMultiHeadAttention
 
 
 def three_modules(E=32, H=4):

@@ -1,12 +1,12 @@
-"""Tests for mha_book.module.MultiHeadAttention (its own behaviour; torch equivalence is separate)."""
+"""Tests for mha_book.attention.mha.MultiHeadAttention (its own behaviour; torch equivalence is separate)."""
 
 import math
 
 import pytest
 import torch
 
-from mha_book.masks import causal_mask, padding_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.masks import causal_mask, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
 
 F64 = torch.float64
 

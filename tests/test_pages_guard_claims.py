@@ -17,14 +17,14 @@ from conftest import ROOT, copy_build_machinery
 BUGS = {
     "softmax-not-normalised": (
         "01-overview",
-        "mha_book/attention.py",
+        "mha_book/attention/scaled_dot_product.py",
         "weights = torch.softmax(scores, dim=-1)  # (..., T, S)\n",
         "weights = torch.exp(scores)  # (..., T, S)\n",
         "AssertionError",
     ),
     "split-heads-without-transpose": (
         "03-multi-head",
-        "mha_book/heads.py",
+        "mha_book/attention/heads.py",
         "    x = x.view(B, T, H, E // H)  # (B, T, H, D)\n    return x.transpose(1, 2)  # (B, H, T, D)\n",
         "    return x.view(B, H, T, E // H)  # plain view: mixes tokens into heads\n",
         "AssertionError",

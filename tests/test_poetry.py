@@ -1,15 +1,14 @@
-"""The verse form and its measures (mha_book.poetry, chapter 15)."""
+"""The verse form and its measures (mha_book.lm.poetry, chapter 15)."""
 
 import math
 
 import pytest
 import torch
 
-import mha_book.artifacts as artifacts
-from mha_book.charlm import CharTokenizer
-from mha_book.decoder import CausalDecoder
-from mha_book.masks import causal_mask
-from mha_book.poetry import (
+import mha_book.lm.artifacts as artifacts
+from mha_book.attention.masks import causal_mask
+from mha_book.lm.charlm import CharTokenizer
+from mha_book.lm.poetry import (
     BigramModel,
     copy_share,
     form_share,
@@ -17,7 +16,8 @@ from mha_book.poetry import (
     is_regular_verse,
     offset_profile,
 )
-from mha_book.training import torch_threads
+from mha_book.lm.training import torch_threads
+from mha_book.models.decoder import CausalDecoder
 
 QUATRAIN = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
 

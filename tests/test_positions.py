@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.positions import LearnedPositions
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.positions import LearnedPositions
 
 F64 = torch.float64
 

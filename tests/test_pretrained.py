@@ -1,4 +1,4 @@
-"""Tests for mha_book.pretrained: all-MiniLM-L6-v2 in our own modules vs transformers' BertModel.
+"""Tests for mha_book.models.pretrained: all-MiniLM-L6-v2 in our own modules vs transformers' BertModel.
 
 The reference is Hugging Face ``BertModel`` with ``attn_implementation="eager"``
 (the only implementation that returns attention probabilities), loaded offline
@@ -15,10 +15,10 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from mha_book import pretrained  # noqa: E402
-from mha_book.bert import BertConfig, BertEncoder  # noqa: E402
-from mha_book.module import MultiHeadAttention  # noqa: E402
-from mha_book.pretrained import (  # noqa: E402
+from mha_book.attention.mha import MultiHeadAttention  # noqa: E402
+from mha_book.models import pretrained  # noqa: E402
+from mha_book.models.bert import BertConfig, BertEncoder  # noqa: E402
+from mha_book.models.pretrained import (  # noqa: E402
     load_tokenizer,
     mean_pool,
     minilm_dir,

@@ -17,16 +17,16 @@ from transformers.models.llama.modeling_llama import (
     rotate_half,
 )
 
-from mha_book.kv_cache import KVCache
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.rope import (
+from mha_book.attention.kv_cache import KVCache
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.rope import (
     RotaryEmbedding,
     apply_rotary,
     rotary_cos_sin,
     rotary_frequencies,
 )
-from mha_book.rope import rotate_half as our_rotate_half
+from mha_book.attention.rope import rotate_half as our_rotate_half
 
 F64 = torch.float64
 

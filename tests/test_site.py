@@ -284,7 +284,7 @@ def test_the_path_check_sees_an_absolute_path(site, tmp_path):
     copy = tmp_path / "html"
     (copy / "en").mkdir(parents=True)
     (copy / "en" / "page.html").write_text(
-        f"File {Path(__file__).resolve().parents[1]}/mha_book/module.py:105",
+        f"File {Path(__file__).resolve().parents[1]}/mha_book/attention/mha.py:105",
         encoding="utf-8",
     )
     assert len(machine_paths_in(copy)) == 1

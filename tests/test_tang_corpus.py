@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_book import corpus
+from mha_book.lm import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "mha_book" / "data" / "tang5"

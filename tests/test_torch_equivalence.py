@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from mha_book.masks import causal_mask, flip_mask_convention, padding_mask
-from mha_book.module import MultiHeadAttention
+from mha_book.attention.masks import causal_mask, flip_mask_convention, padding_mask
+from mha_book.attention.mha import MultiHeadAttention
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5}
 

@@ -1,12 +1,12 @@
-"""Tests for mha_book.trace."""
+"""Tests for mha_book.attention.trace."""
 
 import pytest
 import torch
 
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.trace import ShapeTrace, trace_shapes
 from mha_book.book import display_width
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
-from mha_book.trace import ShapeTrace, trace_shapes
 
 STAGES = [
     "query",

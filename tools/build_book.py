@@ -633,7 +633,7 @@ CACHES_KEPT = 3
 def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
     """Delete all but the ``keep`` most recently used caches of each language,
     and all but the ``keep`` newest stored results of each kind
-    (mha_book.artifacts names them ``<kind>-<digest>.pt``)."""
+    (mha_book.lm.artifacts names them ``<kind>-<digest>.pt``)."""
     removed = []
     stored = sorted(
         (build / "artifacts").glob("*.pt"),

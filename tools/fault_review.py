@@ -35,8 +35,8 @@ import numpy
 import torch
 
 import mha_book
-from mha_book import charlm, checkpoint, training
-from mha_book.kv_cache import KVCache
+from mha_book.attention.kv_cache import KVCache
+from mha_book.lm import charlm, checkpoint, training
 
 DEFECTS = (
     "unnamed error",

@@ -8,7 +8,7 @@
   query in the browser (greedy longest match against the index), so
   多头注意力 typed without spaces finds the pages that contain it.
 * kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
-* the attention explorer's files (``mha_book/static``) on the pages that use it.
+* the attention explorer's files (``mha_book/viz/static``) on the pages that use it.
 * images after a page's first load lazily (``loading="lazy"``).
 * the execution report: after each build, ``_build/exec/<lang>.json`` lists
   every page's last execution (runtime, method) and whether this build read it.
@@ -214,7 +214,7 @@ EXPLORER_MARK = 'class="mha-explorer"'  # the root of mha_book.explore's HTML
 
 
 def _load_explorer(app, pagename, templatename, context, doctree):
-    """Load ``explorer.js`` and ``explorer.css`` (from ``mha_book/static``,
+    """Load ``explorer.js`` and ``explorer.css`` (from ``mha_book/viz/static``,
     copied into ``_static`` by ``html_static_path``) on a page that shows an
     explorer; Sphinx adds a file given here to this page only. The copies that
     the widget's HTML inlines for a notebook (``AttentionExplorer._repr_html_``)
@@ -222,7 +222,7 @@ def _load_explorer(app, pagename, templatename, context, doctree):
     """
     body = context.get("body", "")
     if EXPLORER_MARK in body:
-        from mha_book.explorer import static_asset
+        from mha_book.viz.explorer import static_asset
 
         app.add_css_file("explorer.css")
         app.add_js_file("explorer.js")
@@ -262,7 +262,7 @@ def _lazy_images(app, doctree, docname):
 def _figure_widths(app, doctree, docname):
     """Give each figure drawn at several pixels per CSS pixel its CSS width.
 
-    ``mha_book.plot.figure_png`` draws at 3 image pixels per CSS pixel and
+    ``mha_book.viz.plot.figure_png`` draws at 3 image pixels per CSS pixel and
     records the density in the PNG; the page shows the image at its width /
     density CSS px (never wider than the column: the theme's ``max-width``),
     so a phone's screen of 3 device pixels per CSS pixel gets a pixel for
@@ -270,7 +270,7 @@ def _figure_widths(app, doctree, docname):
     """
     from PIL import Image
 
-    from mha_book.plot import DENSITY_KEY
+    from mha_book.viz.plot import DENSITY_KEY
 
     for image in doctree.findall(nodes.image):
         uri = image.get("uri", "")

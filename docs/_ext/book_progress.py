@@ -40,7 +40,7 @@ HEARTBEAT = 30.0  # seconds between "still running" lines
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 FONT_RULE = (
     "matplotlib drew Chinese text without the book's CJK font. Draw figures "
-    "with mha_book.plot.new_figure() (or plot_attention), never plt.figure() or "
+    "with mha_book.viz.plot.new_figure() (or plot_attention), never plt.figure() or "
     "plt.subplots(): new_figure registers the font and sizes the figure for a phone."
 )
 

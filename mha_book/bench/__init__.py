@@ -32,14 +32,14 @@ with a dense float32 matmul measured on the same machine.
 
 Two more sections follow the table:
 
-- Kernels: every kernel of :data:`mha_book.kernels.ATTENTION_KERNELS`
+- Kernels: every kernel of :data:`mha_book.attention.kernels.ATTENTION_KERNELS`
   (``explicit``, ``fused``, ``flash``, and any kernel registered there) on
   ``(B, H, T, D)`` inputs: time, and the peak memory each needs beyond its
   inputs, measured in a subprocess (see :func:`measure_peak_memory`). Target:
   the flash kernel's extra memory at most 5% of the explicit kernel's at
   T = 8192.
 - Decoding: a small stack of self-attention layers generating tokens with and
-  without a :class:`~mha_book.kv_cache.KVCache`, for several ``num_kv_heads``
+  without a :class:`~mha_book.attention.kv_cache.KVCache`, for several ``num_kv_heads``
   (see :func:`decode_speed`). Target: the cache is faster and gives the same
   outputs.
 

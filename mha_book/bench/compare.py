@@ -2,7 +2,7 @@
 
 :func:`run` times four implementations with the same weights (see the
 package docstring); :func:`kernel_times` times every kernel of
-:data:`mha_book.kernels.ATTENTION_KERNELS` on ``(B, H, T, D)`` inputs;
+:data:`mha_book.attention.kernels.ATTENTION_KERNELS` on ``(B, H, T, D)`` inputs;
 :func:`forward_times` times the module at several sizes (chapter
 05-verification).
 """
@@ -16,6 +16,8 @@ from functools import partial
 
 import torch
 
+from mha_book.attention.kernels import ATTENTION_KERNELS, get_kernel
+from mha_book.attention.mha import MultiHeadAttention
 from mha_book.bench.timing import (
     attention_flops,
     interleaved_times,
@@ -23,8 +25,6 @@ from mha_book.bench.timing import (
     repeat_orders,
     time_call,
 )
-from mha_book.kernels import ATTENTION_KERNELS, get_kernel
-from mha_book.module import MultiHeadAttention
 
 __all__ = ["RATIOS", "run", "kernel_times", "forward_times"]
 
@@ -100,7 +100,7 @@ def kernel_times(
 ) -> list[dict[str, float]]:
     """Median seconds per kernel on ``(B, H, T, D)`` float32 inputs, a dict per T.
 
-    ``kernels`` are names in :data:`~mha_book.kernels.ATTENTION_KERNELS`; by
+    ``kernels`` are names in :data:`~mha_book.attention.kernels.ATTENTION_KERNELS`; by
     default all of them. For each T the kernels are timed in ``repeats``
     interleaved rounds, one call each per round (:func:`interleaved_times`),
     with ``threads`` torch threads (default: as many as torch uses now), on

@@ -9,10 +9,10 @@ from functools import partial
 import torch
 from torch import nn
 
+from mha_book.attention.kv_cache import KVCache
+from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
 from mha_book.bench.timing import interleaved_times, paired_ratio
-from mha_book.kv_cache import KVCache
-from mha_book.masks import causal_mask
-from mha_book.module import MultiHeadAttention
 
 __all__ = ["decode_speed"]
 

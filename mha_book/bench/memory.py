@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
+from mha_book.attention.kernels import ATTENTION_KERNELS
 from mha_book.bench.compare import _kernel
-from mha_book.kernels import ATTENTION_KERNELS
 
 __all__ = ["measure_peak_memory"]
 
@@ -117,7 +117,7 @@ def measure_peak_memory(
 
     Args:
         lengths: Sequence lengths T (= S).
-        kernels: Names in :data:`~mha_book.kernels.ATTENTION_KERNELS`, all
+        kernels: Names in :data:`~mha_book.attention.kernels.ATTENTION_KERNELS`, all
             of them by default. The subprocess imports ``mha_book`` afresh,
             so it knows the kernels registered in the package itself.
         B: Batch size.

@@ -6,7 +6,7 @@ equally busy twice), and a reader of both would see two "measurements" of
 the same code. So the pages of chapters 05-verification, 12-flash-attention
 and 13-mqa-gqa-kv-cache call their measurements through
 :func:`measured_once`: the first edition to get there measures and stores
-the result in the artifact cache (:mod:`mha_book.artifacts`), the other
+the result in the artifact cache (:mod:`mha_book.lm.artifacts`), the other
 waits for it and loads it.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from mha_book.artifacts import cached
+from mha_book.lm.artifacts import cached
 
 __all__ = ["measured_once"]
 
@@ -81,7 +81,7 @@ def measured_once(measure: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     the sources of the functions of its own module that it calls and the
     plain values of the module-level names it reads (a notebook cell's
     helpers and constants),
-    every source file of ``mha_book``, and what :func:`~mha_book.artifacts.cached`
+    every source file of ``mha_book``, and what :func:`~mha_book.lm.artifacts.cached`
     adds (torch and numpy versions, the number of torch threads). Any change
     measures again. While one edition measures, the other waits without
     using the CPU, which leaves the measurement a quieter machine.

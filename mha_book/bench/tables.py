@@ -133,7 +133,7 @@ def format_kernels(times, memory=None, *, sizes=None) -> str:
         "" if sizes is None else ", " + ", ".join(f"{k}={v}" for k, v in sizes.items())
     )
     lines = [
-        f"kernels: {', '.join(names)} (mha_book.kernels){where}, S=T; "
+        f"kernels: {', '.join(names)} (mha_book.attention.kernels){where}, S=T; "
         "extra memory = peak RSS growth in a subprocess",
         *_columns(head, rows),
     ]

@@ -189,7 +189,7 @@ def search_hits(page, base: str, lang: str, query: str) -> list[str]:
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 MIN_TEXT_CSS_PX = 11.0  # the usual minimum for text on a phone
-MIN_TEXT_KEY = "mha_book:min_text_px"  # written by mha_book.plot.figure_png
+MIN_TEXT_KEY = "mha_book:min_text_px"  # written by mha_book.viz.plot.figure_png
 
 SCROLL_JS = """(width) => {
   // Content past the right edge either scrolls the page sideways or is cut
@@ -282,7 +282,7 @@ def figure_text_problems(page, url: str | None, site: Path) -> list[str]:
     for fig in figure_text_sizes(page, url, site):
         if fig["min_text_px"] is None:
             problems.append(
-                f"{fig['src']}: no text-size record (not drawn by mha_book.plot?)"
+                f"{fig['src']}: no text-size record (not drawn by mha_book.viz.plot?)"
             )
         elif fig["shown_text_px"] < MIN_TEXT_CSS_PX:
             problems.append(
@@ -297,7 +297,7 @@ def upscaled_figure_problems(page, url: str | None, dpr: int) -> list[str]:
 
     A screen with ``dpr`` device pixels per CSS pixel (3 on most phones, 2 on
     many laptops) draws a figure with fewer image pixels than that upscaled,
-    and soft. ``mha_book.plot.figure_png`` draws at 3.
+    and soft. ``mha_book.viz.plot.figure_png`` draws at 3.
     """
     _load(page, url)
     return [

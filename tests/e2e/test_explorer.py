@@ -171,7 +171,7 @@ def test_the_keyboard_after_a_tap_draws_the_focused_token(phone, site_url, chapt
 def test_the_page_ships_the_script_and_style_once(site):
     """The copies of explorer.js and explorer.css that mha_book.explore inlines
     for a notebook leave the book's page, which loads them from _static."""
-    from mha_book.explorer import static_asset
+    from mha_book.viz.explorer import static_asset
 
     html = (site / "en" / PAGE).read_text(encoding="utf-8")
     assert html.count('class="mha-explorer"') >= 1

@@ -1,0 +1,14 @@
+"""The language models the book trains: texts, training, measurements, storage.
+
+Above :mod:`mha_book.models` (which it imports), never imported by it or by
+:mod:`mha_book.attention` (the import contract in ``pyproject.toml``).
+
+- :mod:`~mha_book.lm.corpus`: the shipped plays and Tang poems;
+  :mod:`~mha_book.lm.charlm`: characters, windows, losses (chapter 10).
+- :mod:`~mha_book.lm.training`: training and sampling;
+  :mod:`~mha_book.lm.artifacts`: trained results stored once per build;
+  :mod:`~mha_book.lm.checkpoint`: checkpoints that round-trip exactly.
+- :mod:`~mha_book.lm.extrapolation`: train short, test long (chapter 14);
+  :mod:`~mha_book.lm.poetry`: the form of Tang verse and its measures
+  (chapter 15).
+"""

@@ -1,0 +1,161 @@
+"""An on-disk cache for expensive deterministic results, such as a trained model.
+
+Used by :func:`mha_book.lm.training.train` (``cache=True``) in chapter
+10-decoder-char-lm: both editions of the book train the same model with the
+same seed, so the first to get there trains and the other loads the result.
+
+A result is stored under a digest of everything that can change it: the
+package's own sources, the versions of torch and numpy, the number of torch
+threads, and the inputs of the call (tensors by dtype, shape and bytes). Any
+change gives a new digest, so a stale result is never served; it is simply
+not found. The folder is named by the environment variable
+``MHA_BOOK_ARTIFACTS`` (the book's build sets it); without it nothing is cached.
+Concurrent callers with the same digest wait for each other (a file lock), so
+the work is done once; a caller with other work to do can pass ``wait=False``
+and be told (:class:`ArtifactBusy`) instead of waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import numpy
+import torch
+
+__all__ = ["ARTIFACTS_ENV", "ArtifactBusy", "package_digest", "digest", "cached"]
+
+ARTIFACTS_ENV = "MHA_BOOK_ARTIFACTS"
+Result = TypeVar("Result")
+
+
+class ArtifactBusy(Exception):
+    """Another process is computing this result now (``cached(..., wait=False)``)."""
+
+
+def package_digest() -> str:
+    """SHA-256 of the package's Python sources (every subpackage) and the versions
+    it runs on.
+
+    Example:
+        >>> len(package_digest())
+        64
+    """
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]  # mha_book/
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update(f"torch {torch.__version__} numpy {numpy.__version__}".encode())
+    return h.hexdigest()
+
+
+def _update(h, value: object) -> None:
+    """Feed ``value`` into the hash, tensors by dtype, shape and bytes."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        h.update(f"tensor|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.view(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        h.update(b"dict|")
+        for key in sorted(value, key=str):
+            h.update(f"{key}=".encode())
+            _update(h, value[key])
+    elif isinstance(value, (list, tuple)):
+        h.update(f"seq{len(value)}|".encode())
+        for item in value:
+            _update(h, item)
+    else:  # numbers, strings, None: their JSON text
+        h.update(json.dumps(value, default=str).encode() + b"|")
+
+
+def digest(*parts: object) -> str:
+    """SHA-256 of nested tensors, dicts, sequences and plain values.
+
+    Example:
+        >>> digest({"a": torch.zeros(2)}) == digest({"a": torch.zeros(2)})
+        True
+        >>> digest(torch.zeros(2)) == digest(torch.zeros(2, dtype=torch.float64))
+        False
+    """
+    h = hashlib.sha256()
+    for part in parts:
+        _update(h, part)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path, wait: bool = True) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (POSIX); elsewhere, no lock.
+
+    With ``wait=False`` a lock held by another process raises :class:`ArtifactBusy`.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover: Windows; results stay correct
+        yield
+        return
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise ArtifactBusy(path.name) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached(
+    name: str,
+    key: object,
+    compute: Callable[[], Result],
+    *,
+    save: Callable[[Result, Path], None],
+    load: Callable[[Path], Result],
+    wait: bool = True,
+) -> tuple[Result, bool]:
+    """``compute()``, or the stored result of an identical earlier call.
+
+    Args:
+        name: What is stored, for the file name (e.g. ``"train"``).
+        key: Every input of the computation besides the package itself.
+        compute: Makes the result.
+        save: Writes a result to a path.
+        load: Reads it back.
+        wait: If another process is computing the same result, wait for it
+            (True) or raise :class:`ArtifactBusy` at once (False).
+
+    Returns:
+        ``(result, True)`` if it was loaded, ``(result, False)`` if computed.
+    """
+    folder = os.environ.get(ARTIFACTS_ENV)
+    if not folder:
+        return compute(), False
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    threads = torch.get_num_threads()  # results of float sums depend on it
+    path = folder / f"{name}-{digest(package_digest(), name, threads, key)[:24]}.pt"
+    with _locked(path.with_suffix(".lock"), wait):
+        if path.exists():
+            try:
+                result = load(path)
+                os.utime(path)  # "used now": the build prunes the least recently used
+                return result, True
+            except Exception:  # noqa: BLE001  (a damaged file is recomputed)
+                path.unlink()
+        result = compute()
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
+        os.close(fd)
+        try:
+            save(result, Path(tmp))
+            os.replace(tmp, path)  # readers see the old file or the whole new one
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return result, False

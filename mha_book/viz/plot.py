@@ -1,0 +1,378 @@
+"""The book's figures: fonts, size and legibility, shared by every plot.
+
+The attention heatmap itself is :func:`mha_book.viz.heatmap.plot_attention`.
+
+matplotlib is imported lazily, inside the functions, so ``import mha_book``
+stays light. The first call registers the Noto Sans CJK font shipped by the
+``noto-cjk-sans-otc`` package and puts it after DejaVu Sans in the font
+fallback list: Latin text keeps DejaVu Sans, Chinese glyphs come from Noto
+Sans CJK SC, and matplotlib has no glyph to warn about.
+
+Every figure is a ``matplotlib.figure.Figure`` that is not registered with
+pyplot, so a notebook shows it once (when it is the cell's value) and no
+figure leaks between cells.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+CJK_FAMILY = "Noto Sans CJK SC"
+_fonts_ready = False
+
+
+def setup_fonts() -> None:
+    """Register the CJK font with matplotlib and set the fallback order.
+
+    Safe to call many times; the work is done once per process.
+
+    Example:
+        >>> setup_fonts()
+        >>> import matplotlib
+        >>> matplotlib.rcParams["font.family"]
+        ['DejaVu Sans', 'Noto Sans CJK SC']
+    """
+    global _fonts_ready
+    if _fonts_ready:
+        return
+    import matplotlib
+    from matplotlib import font_manager
+    from noto_cjk_sans_otc import FONT_PATH
+
+    font_manager.fontManager.addfont(str(FONT_PATH))
+    # Per-glyph fallback walks the families listed in font.family (a generic
+    # alias such as "sans-serif" resolves to one font only).
+    families = ["DejaVu Sans", CJK_FAMILY]
+    matplotlib.rcParams["font.family"] = families
+    rest = [f for f in matplotlib.rcParams["font.sans-serif"] if f not in families]
+    matplotlib.rcParams["font.sans-serif"] = families + rest
+    # One text size for everything a figure writes (titles, labels, ticks,
+    # legends, the numbers in cells): see TEXT_PT.
+    for key in TEXT_SIZE_KEYS:
+        matplotlib.rcParams[key] = TEXT_PT
+    _register_notebook_display()
+    _fonts_ready = True
+
+
+# The size of all text in a figure, in points. A figure at most
+# PHONE_WIDTH_IN wide (5.1 in as saved, with its margin) is shown at most 342
+# CSS px wide on a 390 px phone, so its 12 pt text lands at >= 12 / 72 * 342 /
+# 5.1 = 11.2 CSS px: the usual minimum for text on a phone is 11 px. The browser
+# tests measure it on every page.
+TEXT_PT = 12.0
+# The margin (inches) figure_png leaves around what a figure draws; the page
+# has its own, and every tenth of an inch counts against PHONE_WIDTH_IN.
+PAD_IN = 0.05
+TEXT_SIZE_KEYS = (
+    "font.size",
+    "axes.titlesize",
+    "axes.labelsize",
+    "xtick.labelsize",
+    "ytick.labelsize",
+    "legend.fontsize",
+    "legend.title_fontsize",
+    "figure.titlesize",
+    "figure.labelsize",
+)
+
+FIGURE_DPI = 110  # CSS px per inch: the size a figure is shown at on a wide screen
+# Image pixels per CSS pixel. A phone's screen has 3 device pixels per CSS
+# pixel: a figure drawn at 110 dpi would be upscaled, soft, on every phone.
+# figure_png draws at 3 x 110 dpi and records the density in the PNG; the
+# build shows the image at its width / density CSS px (docs/_ext/book_build.py).
+PIXEL_DENSITY = 3
+DENSITY_KEY = "mha_book:density"
+# The widest a figure may be drawn (inches) for its TEXT_PT text to stay
+# legible in the 342 px column of a 390 px phone.
+PHONE_WIDTH_IN = 5.0
+# PNG text key under which figure_png records the smallest text of a figure,
+# in image pixels (so at 3 per CSS px); the browser tests check it against the
+# size shown on a phone.
+MIN_TEXT_KEY = "mha_book:min_text_px"
+
+
+def _register_notebook_display() -> None:
+    """Let a notebook show a bare Figure (one not made by pyplot) as a PNG."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is optional
+        return
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        from matplotlib.figure import Figure
+
+        shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+
+
+def smallest_text_pt(fig: Figure) -> float:
+    """Font size in points of the smallest text the figure draws (inf if none).
+
+    Tick labels count only for the ticks in view (matplotlib keeps spare Tick
+    objects whose labels are never drawn).
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots()
+        >>> _ = ax.set_title("t", fontsize=12); ax.tick_params(labelsize=9)
+        >>> smallest_text_pt(fig)
+        9.0
+        >>> ax.set_xscale("log", base=2)  # ticks like 2^0 have superscripts
+        >>> round(smallest_text_pt(fig), 2)
+        6.3
+    """
+    from matplotlib.axis import Tick
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # lay out, so tick labels are final
+    tick_labels = {
+        id(label) for tick in fig.findobj(Tick) for label in (tick.label1, tick.label2)
+    }
+    texts = [t for t in fig.findobj(Text) if id(t) not in tick_labels]
+    for ax in fig.axes:  # the tick labels in view
+        texts += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    sizes = [
+        t.get_fontsize()
+        * (MATH_SCRIPT_SHRINK if _has_math_script(t.get_text()) else 1.0)
+        for t in texts
+        if t.get_visible() and t.get_text().strip()
+    ]
+    return float(min(sizes, default=float("inf")))
+
+
+# PNG text key under which figure_png records the figure's layout (JSON, as
+# figure_layout returns it); tests/test_alt_text.py checks each figure's alt
+# text against it.
+LAYOUT_KEY = "mha_book:layout"
+#: The directions of flow a diagram may record; None: no flow, only panels.
+DIRECTIONS = ("top-to-bottom", "left-to-right", None)
+_LAYOUT_ATTR = "_mha_book_layout"  # where record_layout keeps it on the figure
+
+
+def record_layout(
+    fig: Figure, rows: int, columns: int, direction: str | None = None
+) -> dict:
+    """Record the layout of a figure whose panels are not one Axes each.
+
+    A diagram that draws several panels (or a flow of boxes) in one Axes
+    states its layout here; :func:`figure_layout` then returns it instead of
+    reading the Axes, and :func:`figure_png` writes it into the PNG.
+
+    Args:
+        fig: the figure.
+        rows: rows of panels (or of boxes, in a flow).
+        columns: columns of panels (or of boxes side by side, in a flow).
+        direction: the direction of flow, one of :data:`DIRECTIONS`.
+
+    Returns:
+        ``{"rows": rows, "columns": columns, "direction": direction}``, a copy.
+
+    Example:
+        >>> fig = new_figure()
+        >>> record_layout(fig, rows=5, columns=1, direction="top-to-bottom")
+        {'rows': 5, 'columns': 1, 'direction': 'top-to-bottom'}
+    """
+    for name, value in (("rows", rows), ("columns", columns)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    layout = {"rows": rows, "columns": columns, "direction": direction}
+    setattr(fig, _LAYOUT_ATTR, layout)
+    return dict(layout)
+
+
+def figure_layout(fig: Figure, *, recorded: bool = True) -> dict:
+    """Rows and columns of a figure's panels, and the direction of its flow.
+
+    The layout a diagram recorded with :func:`record_layout`; otherwise (and
+    always with ``recorded=False``) it is read from where the figure's Axes
+    lie once laid out: ``rows`` is the most Axes stacked over one another,
+    ``columns`` the most side by side. Colorbars, hidden or empty Axes and
+    twins (``twinx``) are not panels; an Axes spanning several columns counts
+    once in each. A figure without panels counts as one.
+
+    Returns:
+        ``{"rows": int, "columns": int, "direction": str | None}``, with a
+        direction (one of :data:`DIRECTIONS`) only for a recorded flow.
+
+    Example:
+        >>> fig = new_figure(figsize=(4, 3))
+        >>> axes = fig.subplot_mosaic([["wide", "wide"], ["a", "b"], ["c", "d"]])
+        >>> _ = fig.colorbar(axes["a"].imshow([[0, 1]]), ax=axes["b"])
+        >>> figure_layout(fig)
+        {'rows': 3, 'columns': 2, 'direction': None}
+        >>> _ = record_layout(fig, 1, 4, "left-to-right")
+        >>> figure_layout(fig)["direction"], figure_layout(fig, recorded=False)["rows"]
+        ('left-to-right', 3)
+    """
+    layout = getattr(fig, _LAYOUT_ATTR, None)
+    if recorded and layout is not None:
+        return dict(layout)
+    fig.draw_without_rendering()  # constrained layout: the final positions
+    boxes = []
+    for ax in fig.axes:
+        empty = not (ax.axison or ax.has_data() or ax.texts or ax.get_title())
+        if getattr(ax, "_colorbar", None) is not None or not ax.get_visible():
+            continue  # a colorbar, or hidden
+        box = [float(v) for v in ax.get_position().extents]  # x0, y0, x1, y1
+        if empty or any(
+            max(abs(a - b) for a, b in zip(box, seen)) < 1e-6 for seen in boxes
+        ):
+            continue  # an unused slot of a grid, or a twin of one already seen
+        boxes.append(box)
+
+    def most_across(lo: int, hi: int) -> int:
+        """The most boxes one line at the centre of a box crosses."""
+        centres = [(b[lo] + b[hi]) / 2 for b in boxes]
+        return max((sum(b[lo] < c < b[hi] for b in boxes) for c in centres), default=1)
+
+    return {"rows": most_across(0, 2), "columns": most_across(1, 3), "direction": None}
+
+
+# mathtext draws sub- and superscripts (the 10 of a log axis's 2^10) at 0.7 of
+# the font size (matplotlib.mathtext's SHRINK_FACTOR).
+MATH_SCRIPT_SHRINK = 0.7
+
+
+def _has_math_script(text: str) -> bool:
+    return any(("^" in part or "_" in part) for part in text.split("$")[1::2])
+
+
+def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
+    """Render a figure as PNG bytes, recording its smallest text size in the file.
+
+    This is the notebook's PNG formatter for every Figure (see
+    :func:`setup_fonts`). The figure is drawn at ``dpi`` x
+    :data:`PIXEL_DENSITY` pixels per inch (sharp on a phone's screen), then
+    compressed (:func:`compress_png`). The PNG carries text chunks:
+    ``MIN_TEXT_KEY``, the smallest text in image pixels (points x dpi x
+    density / 72); ``DENSITY_KEY``, the density; ``LAYOUT_KEY``,
+    :func:`figure_layout` as JSON.
+
+    Example:
+        >>> from PIL import Image; import io
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots(); ax.tick_params(labelsize=9)
+        >>> png = Image.open(io.BytesIO(figure_png(fig)))
+        >>> png.text[MIN_TEXT_KEY], png.text[DENSITY_KEY], png.text[LAYOUT_KEY]
+        ('41.25', '3', '{"rows": 1, "columns": 1, "direction": null}')
+        >>> png.width  # 3 inches at 110 dpi, cut to what is drawn, times 3
+        995
+    """
+    import io
+    import json
+
+    pixels_per_inch = dpi * PIXEL_DENSITY
+    smallest = smallest_text_pt(fig) * pixels_per_inch / 72
+    layout = json.dumps(figure_layout(fig))
+    buf = io.BytesIO()
+    fig.savefig(
+        buf,
+        format="png",
+        dpi=pixels_per_inch,
+        bbox_inches="tight",
+        pad_inches=PAD_IN,
+        metadata={
+            MIN_TEXT_KEY: f"{smallest:.2f}",
+            DENSITY_KEY: str(PIXEL_DENSITY),
+            LAYOUT_KEY: layout,
+        },
+    )
+    return compress_png(buf.getvalue())
+
+
+# pngquant's quality range: below 85 it keeps the full-colour image. At 85-98
+# a figure's palette copy differs from it by less than the eye can see (PSNR
+# 53 dB on a test figure of a heatmap, a line plot and Chinese labels) and
+# was about a third its size there.
+PALETTE_QUALITY = "85-98"
+
+
+def compress_png(png: bytes) -> bytes:
+    """``png`` made smaller: a palette where it does not show, then lossless packing.
+
+    pngquant (the ``pngquant-cli`` package's binary) turns the image into a
+    palette image when it can do so within :data:`PALETTE_QUALITY`; oxipng
+    (``pyoxipng``) then packs it losslessly. The text chunks are kept. Either
+    tool missing (a plain ``pip install mha-book[plot]`` without them) just
+    skips its step.
+
+    Example:
+        >>> fig = new_figure(figsize=(2, 1))
+        >>> png = figure_png(fig)  # compressed already; once more changes little
+        >>> len(compress_png(png)) <= len(png)
+        True
+    """
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    quant = Path(sys.executable).with_name("pngquant")
+    tool = str(quant) if quant.is_file() else shutil.which("pngquant")
+    if tool:
+        done = subprocess.run(
+            [tool, "--quality", PALETTE_QUALITY, "--speed", "3", "-"],
+            input=png,
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode == 0 and len(done.stdout) < len(png):
+            png = done.stdout
+        # 98/99: the palette would not reach the quality, or would not be smaller
+    try:
+        import oxipng
+    except ImportError:  # pragma: no cover - optional
+        return png
+    return oxipng.optimize_from_memory(png, level=2)
+
+
+def new_figure(**kwargs) -> Figure:
+    """Return a new constrained-layout Figure with the book's fonts set up.
+
+    Keyword arguments go to ``matplotlib.figure.Figure``.
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> type(fig).__name__
+        'Figure'
+    """
+    setup_fonts()
+    from matplotlib.figure import Figure
+
+    kwargs.setdefault("layout", "constrained")
+    return Figure(**kwargs)
+
+
+def plain_log_ticks(ax, axis: str = "both") -> None:
+    """Label log-scale axes with plain numbers (1024, 0.5) instead of powers (2^10).
+
+    A power's exponent is drawn at 0.7 of the font size, too small to read on a
+    phone; minor ticks keep their marks but lose their labels.
+
+    Args:
+        ax: a matplotlib Axes.
+        axis: "x", "y" or "both".
+
+    Example:
+        >>> fig = new_figure(figsize=(3, 2))
+        >>> ax = fig.subplots()
+        >>> _ = ax.loglog([1, 1024], [0.5, 8], base=2)
+        >>> plain_log_ticks(ax)
+        >>> [ax.xaxis.get_major_formatter()(v, 0) for v in (1024, 0.5)]
+        ['1024', '0.5']
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    if axis not in ("x", "y", "both"):
+        raise ValueError(f"axis must be 'x', 'y' or 'both', got {axis!r}")
+    plain = FuncFormatter(
+        lambda v, _: f"{v:.0f}" if v >= 1 and v == int(v) else f"{v:g}"
+    )
+    for name in ("x", "y") if axis == "both" else (axis,):
+        target = getattr(ax, f"{name}axis")
+        target.set_major_formatter(plain)
+        target.set_minor_formatter(NullFormatter())
