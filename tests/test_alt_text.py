@@ -1,7 +1,7 @@
 """The alt text of every glued figure agrees with the figure's layout.
 
 Every figure the book draws goes through :func:`mha_book.viz.plot.figure_png`,
-which writes :func:`~mha_book.viz.plot.figure_layout` into the PNG (rows and
+which writes :func:`~mha_book.viz.layout.figure_layout` into the PNG (rows and
 columns of panels; for a flow diagram its direction). The site check reads,
 for each ``{glue:figure}`` of both editions, the alt text the built page
 carries and the layout its image carries, and reports
@@ -30,13 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from mha_book.viz.plot import (
-    LAYOUT_KEY,
-    figure_layout,
-    figure_png,
-    new_figure,
-    record_layout,
-)
+from mha_book.viz.layout import LAYOUT_KEY, figure_layout, record_layout
+from mha_book.viz.plot import figure_png, new_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh", "en")
@@ -113,7 +108,7 @@ def stated_counts(alt: str, lang: str) -> list[tuple[str, int, str]]:
 def alt_problems(alt: str, layout: dict, lang: str) -> list[str]:
     """What in ``alt`` contradicts ``layout``, or what it leaves unsaid.
 
-    ``layout`` is :func:`mha_book.viz.plot.figure_layout`'s dict; ``lang`` the
+    ``layout`` is :func:`mha_book.viz.layout.figure_layout`'s dict; ``lang`` the
     edition, ``"zh"`` or ``"en"``.
     """
     if lang not in LANGS:

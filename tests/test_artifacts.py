@@ -7,7 +7,7 @@ import torch
 
 import mha_book.lm.artifacts as artifacts
 from mha_book.lm.training import train
-from mha_book.models.decoder import CausalDecoder
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
 
 IDS = torch.randint(0, 11, (400,), generator=torch.Generator().manual_seed(0))
 
@@ -20,7 +20,7 @@ def store(tmp_path, monkeypatch):
 
 def run(seed=0, steps=6, cache=True):
     torch.manual_seed(seed)
-    model = CausalDecoder(11, 8, 2, 1, 16)
+    model = CausalDecoder(DecoderConfig(11, 8, 2, 1, 16))
     history = train(
         model,
         IDS,

@@ -18,7 +18,7 @@ from mha_book.attention.flash import flash_attention
 from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
 from mha_book.attention.scaled_dot_product import fused_attention
 from mha_book.lm.charlm import CharTokenizer, evaluate
-from mha_book.models.decoder import CausalDecoder
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
 
 KERNELS = {
     "explicit": scaled_dot_product_attention,
@@ -135,7 +135,7 @@ def test_the_traps_found_by_review_give_clear_errors():
     with pytest.raises(ValueError, match=r"ids must lie in \[0, vocab_size\)"):
         tok.decode([-1])
     model = CausalDecoder(
-        vocab_size=2, embed_dim=8, num_heads=2, num_layers=1, max_len=8
+        DecoderConfig(vocab_size=2, embed_dim=8, num_heads=2, num_layers=1, max_len=8)
     )
     with pytest.raises(
         ValueError, match=r"idx must hold token ids in \[0, vocab_size\)"
@@ -148,7 +148,7 @@ def test_the_traps_found_by_review_give_clear_errors():
 def test_a_tiny_temperature_is_greedy_not_an_error():
     torch.manual_seed(0)
     model = CausalDecoder(
-        vocab_size=5, embed_dim=8, num_heads=2, num_layers=1, max_len=16
+        DecoderConfig(vocab_size=5, embed_dim=8, num_heads=2, num_layers=1, max_len=16)
     )
     start = torch.tensor([[1, 2]])
     tiny = model.generate(start, 6, temperature=1e-40)

@@ -20,8 +20,9 @@ from mha_book.lm.charlm import (
     unigram_loss,
 )
 from mha_book.lm.checkpoint import load_checkpoint, save_checkpoint
-from mha_book.lm.training import TrainHistory, sample, train
-from mha_book.models.decoder import CausalDecoder
+from mha_book.lm.history import TrainHistory
+from mha_book.lm.training import sample, train
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
 
 TEXT = "to be, or not to be: that is the question.\n" * 40
 
@@ -34,7 +35,9 @@ def tokenizer():
 def tiny_model(vocab_size, **kwargs):
     torch.manual_seed(0)
     return CausalDecoder(
-        vocab_size, embed_dim=16, num_heads=2, num_layers=1, max_len=16, **kwargs
+        DecoderConfig(
+            vocab_size, embed_dim=16, num_heads=2, num_layers=1, max_len=16, **kwargs
+        )
     )
 
 

@@ -10,18 +10,16 @@ from mha_book.attention.masks import causal_mask
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.positions import sinusoidal_positions
 from mha_book.models.blocks import DecoderOnlyBlock
-from mha_book.models.decoder import POSITIONS, CausalDecoder
+from mha_book.models.decoder import POSITIONS, CausalDecoder, DecoderConfig
 
 F64 = torch.float64
 
 
 def make_model(**kwargs) -> CausalDecoder:
     torch.manual_seed(0)
-    config = dict(
-        vocab_size=11, embed_dim=16, num_heads=4, num_layers=2, max_len=12, dtype=F64
-    )
+    config = dict(vocab_size=11, embed_dim=16, num_heads=4, num_layers=2, max_len=12)
     config.update(kwargs)
-    return CausalDecoder(**config).eval()
+    return CausalDecoder(DecoderConfig(**config), dtype=F64).eval()
 
 
 def test_sinusoidal_positions_formula():
@@ -135,13 +133,13 @@ def test_errors_state_expected_and_actual():
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         model(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="positions must be one of"):
-        CausalDecoder(5, 8, 2, 1, 4, positions="rotary")
+        CausalDecoder(DecoderConfig(5, 8, 2, 1, 4, positions="rotary"))
     with pytest.raises(ValueError, match="temperature"):
         model.generate(torch.zeros(1, 1, dtype=torch.long), 2, temperature=0.0)
     with pytest.raises(ValueError, match="divisible"):
-        CausalDecoder(5, 10, 3, 1, 4)
+        CausalDecoder(DecoderConfig(5, 10, 3, 1, 4))
     with pytest.raises(ValueError, match=r"even head dim.*got 12 / 4"):
-        CausalDecoder(5, 12, 4, 1, 4, positions="rope")  # D = 3
+        CausalDecoder(DecoderConfig(5, 12, 4, 1, 4, positions="rope"))  # D = 3
 
 
 @pytest.mark.parametrize("positions", ["rope", "alibi", "none"])

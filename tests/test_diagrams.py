@@ -27,7 +27,8 @@ from mha_book.viz.diagrams import (
     rotary_rotation,
     torch_is_causal_mask,
 )
-from mha_book.viz.plot import TEXT_PT, figure_layout, smallest_text_pt
+from mha_book.viz.layout import figure_layout
+from mha_book.viz.plot import TEXT_PT, smallest_text_pt
 
 F64 = torch.float64
 
@@ -510,7 +511,7 @@ def test_every_diagram_states_the_layout_it_drew(name):
 
 
 def test_a_recorded_layout_that_disagrees_with_the_axes_is_caught():
-    from mha_book.viz.plot import record_layout
+    from mha_book.viz.layout import record_layout
 
     fig, facts = causal_alignment(3, 5)  # two panels, one above the other
     record_layout(fig, rows=1, columns=2)  # as if they stood side by side

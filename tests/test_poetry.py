@@ -17,7 +17,7 @@ from mha_book.lm.poetry import (
     offset_profile,
 )
 from mha_book.lm.training import torch_threads
-from mha_book.models.decoder import CausalDecoder
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
 
 QUATRAIN = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
 
@@ -69,7 +69,9 @@ def test_the_bigram_model_counts_pairs():
 def small_poet():
     tok = CharTokenizer("\n，。白日山")
     torch.manual_seed(0)
-    return tok, CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=64, positions="rope")
+    return tok, CausalDecoder(
+        DecoderConfig(tok.vocab_size, 8, 2, 1, max_len=64, positions="rope")
+    )
 
 
 def test_generated_poems_are_seeded_and_cut_at_the_newline():
@@ -86,7 +88,9 @@ def test_generated_poems_go_through_the_artifact_cache(tmp_path, monkeypatch):
     first = generate_poems(model, tok, 4, seed=1, max_chars=12, cache=True)
     assert len(list(tmp_path.glob("poems-*.pt"))) == 1
     assert generate_poems(model, tok, 4, seed=1, max_chars=12, cache=True) == first
-    other = CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=64, positions="alibi")
+    other = CausalDecoder(
+        DecoderConfig(tok.vocab_size, 8, 2, 1, max_len=64, positions="alibi")
+    )
     other.load_state_dict(model.state_dict())  # same weights, another scheme
     generate_poems(other, tok, 4, seed=1, max_chars=12, cache=True)
     assert len(list(tmp_path.glob("poems-*.pt"))) == 2

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -139,6 +139,8 @@ def _variants(value: object, api: Api, arg: str) -> Iterator[tuple[str, object]]
         return _float_arg_variants(value)
     if isinstance(value, str):
         return iter([("int", 1), ("unknown name", "no-such-choice")])
+    if is_dataclass(value):  # a config: its fields as a dict are not one
+        return iter([("dict of its fields", asdict(value)), ("None", None)])
     return iter(())
 
 
@@ -157,7 +159,7 @@ def _module_args(**extra):
 
 def _decoder() -> mha_book.CausalDecoder:
     torch.manual_seed(0)
-    return mha_book.CausalDecoder(11, 8, 2, 1, 16).eval()
+    return mha_book.CausalDecoder(mha_book.DecoderConfig(11, 8, 2, 1, 16)).eval()
 
 
 def _checkpoint_path(folder: Path) -> Path:
@@ -391,8 +393,8 @@ def catalogue() -> list[Api]:
             lambda: {"max_len": 8, "embed_dim": 6},
         ),
         Api(
-            "CausalDecoder()",
-            mha_book.CausalDecoder,
+            "DecoderConfig()",
+            mha_book.DecoderConfig,
             lambda: {
                 "vocab_size": 11,
                 "embed_dim": 8,
@@ -402,6 +404,11 @@ def catalogue() -> list[Api]:
                 "dropout": 0.1,
                 "positions": "learned",
             },
+        ),
+        Api(
+            "CausalDecoder()",
+            mha_book.CausalDecoder,
+            lambda: {"config": mha_book.DecoderConfig(11, 8, 2, 1, 16)},
         ),
         Api(
             "CausalDecoder.forward",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_book._checks import (
+    check_positive_int,
     check_rank,
     check_same_dtype_device,
     check_tensor,
@@ -25,7 +26,42 @@ from mha_book.attention.rope import RotaryEmbedding
 if TYPE_CHECKING:
     from mha_book.attention.mha import MultiHeadAttention
 
-__all__ = ["check_forward_inputs", "check_rope", "check_step_inputs"]
+__all__ = [
+    "check_forward_inputs",
+    "check_head_counts",
+    "check_rope",
+    "check_step_inputs",
+]
+
+
+def check_head_counts(
+    embed_dim: object, num_heads: object, num_kv_heads: object
+) -> tuple[int, int]:
+    """``(head_dim, num_kv_heads)``: D = E / H, and Hkv (H when None).
+
+    H must divide E and Hkv must divide H; a message names both numbers.
+
+    Example:
+        >>> check_head_counts(512, 8, None), check_head_counts(512, 8, 2)
+        ((64, 8), (64, 2))
+    """
+    embed_dim = check_positive_int(embed_dim, "embed_dim")
+    num_heads = check_positive_int(num_heads, "num_heads")
+    if embed_dim % num_heads != 0:
+        raise ValueError(
+            "embed_dim must be divisible by num_heads, "
+            f"got embed_dim = {embed_dim} "
+            f"and num_heads = {num_heads}"
+        )
+    if num_kv_heads is None:
+        return embed_dim // num_heads, num_heads
+    num_kv_heads = check_positive_int(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"num_kv_heads must divide num_heads, got num_heads = {num_heads} "
+            f"and num_kv_heads = {num_kv_heads}"
+        )
+    return embed_dim // num_heads, num_kv_heads
 
 
 def check_need_weights(need_weights: object) -> None:

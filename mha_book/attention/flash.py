@@ -6,10 +6,10 @@ Legend: B batch, H heads, T query length, S key length, D head dim, Dv value
 dim; ``...`` are leading dims, usually ``(B, H)``. A tile is a block of
 ``bq`` queries against a block of ``bk`` keys.
 
-:func:`flash_attention` gives the same output as
-:func:`mha_book.attention.scaled_dot_product.scaled_dot_product_attention` but never holds the
-``(..., T, S)`` scores: it walks over ``(..., bq, bk)`` tiles and keeps, for
-every query row, three running statistics (Dao et al., 2022):
+:func:`flash_attention` gives the output of
+:func:`~mha_book.attention.scaled_dot_product.scaled_dot_product_attention`
+without ever holding the ``(..., T, S)`` scores: it walks over ``(..., bq, bk)``
+tiles and keeps three running statistics per query row (Dao et al., 2022):
 
 - ``m``: the largest score seen so far,
 - ``l``: the sum of ``exp(score - m)`` over the keys seen so far,
@@ -29,11 +29,10 @@ of scores before the mask in the forward and the backward pass (its gradient,
 when asked for, is each tile's score gradient). Fully masked rows give zeros
 (``l == 0``), with zero gradients, never NaN.
 
-With float16 or bfloat16 inputs every tile is computed in float32, and the
-running max, running sum, output accumulator and gradient accumulators are
-float32, as in FlashAttention; only the returned output and gradients are
-rounded to the input dtype. Summing hundreds of tiles in half precision would
-lose digits at every step.
+With float16 or bfloat16 inputs the tiles, statistics and accumulators are
+float32, as in FlashAttention (summing hundreds of tiles in half precision
+would lose digits at every step); only the results are rounded to the input
+dtype.
 """
 
 from __future__ import annotations
@@ -104,12 +103,8 @@ def online_softmax_update(
     # A row with no finite score yet has m_new = -inf; shifting by 0 instead
     # avoids -inf - (-inf) = NaN and still gives exp(-inf) = 0.
     shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # (..., bq)
-    p = torch.exp(
-        scores - shift[..., None]
-    )  # (..., bq, bk): unnormalised weights of the tile
-    alpha = torch.exp(
-        m - shift
-    )  # (..., bq): rescales what was summed under the old maximum
+    p = torch.exp(scores - shift[..., None])  # (..., bq, bk): unnormalised weights
+    alpha = torch.exp(m - shift)  # (..., bq): rescales the sums under the old max
     l = alpha * l + p.sum(dim=-1)  # (..., bq)
     acc = alpha[..., None] * acc + p @ v  # (..., bq, Dv)
     return m_new, l, acc
@@ -126,9 +121,7 @@ def _scores_tile(qi, kj, mask, bias, rows, cols):
     if bias is not None:  # in the accumulator dtype, like the scores
         s += bias[..., rows[0] : rows[1], cols[0] : cols[1]].to(s.dtype)
     if mask is not None:
-        s.masked_fill_(
-            ~mask[..., rows[0] : rows[1], cols[0] : cols[1]], NEG_INF
-        )  # (..., bq, bk)
+        s.masked_fill_(~mask[..., rows[0] : rows[1], cols[0] : cols[1]], NEG_INF)
     return s
 
 
@@ -159,9 +152,7 @@ def _forward(q, k, v, mask, scale, bq, bk, on_tile=None, bias=None):
         out[..., rows[0] : rows[1], :] = (
             acc / l.masked_fill(empty, 1.0)[..., None]
         ).to(out.dtype)  # (..., bq, Dv), rounded once at the end
-        lse[..., rows[0] : rows[1]] = (m + torch.log(l)).masked_fill(
-            empty, 0.0
-        )  # (..., bq)
+        lse[..., rows[0] : rows[1]] = (m + torch.log(l)).masked_fill(empty, 0.0)
     return out, lse
 
 
@@ -184,18 +175,14 @@ def _backward(q, k, v, mask, bias, scale, out, lse, dout, bq, bk, bias_grad=Fals
             kj = k[..., c, :].to(acc_dtype)  # (..., bk, D)
             vj = v[..., c, :].to(acc_dtype)  # (..., bk, Dv)
             s = _scores_tile(qi, kj, mask, bias, rows, cols)  # (..., bq, bk)
-            p = torch.exp(
-                s - lse[..., r, None]
-            )  # (..., bq, bk): the weights of the tile
+            p = torch.exp(s - lse[..., r, None])  # (..., bq, bk): the tile's weights
             dv[..., c, :] += p.transpose(-2, -1) @ do_i  # (..., bk, Dv)
             dp = do_i @ vj.transpose(-2, -1)  # (..., bq, bk)
             ds = p * (dp - delta[..., r, None])  # (..., bq, bk): softmax backward
             if dbias is not None:  # the bias enters the scores with weight 1
                 dbias[..., r, c] = ds  # (..., bq, bk)
             dq[..., r, :] += (ds @ kj) * scale  # (..., bq, D)
-            dk[..., c, :] += (
-                ds.transpose(-2, -1) @ qi
-            )  # (..., bk, D), qi carries the scale
+            dk[..., c, :] += ds.transpose(-2, -1) @ qi  # (..., bk, D); qi is scaled
     dbias = None if dbias is None else dbias.to(bias.dtype)
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), dbias
 

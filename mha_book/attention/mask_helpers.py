@@ -1,4 +1,4 @@
-"""More bool masks: a sliding window, and causal masks for a padded batch.
+"""More bool masks: sliding windows, padded causal masks, key masks folded in.
 
 Built from :mod:`mha_book.attention.masks`; the same convention, True = may attend,
 and the same end alignment of queries and keys as
@@ -23,7 +23,7 @@ import torch
 from mha_book._checks import check_positive_int
 from mha_book.attention.masks import _check_length, causal_mask, padding_mask
 
-__all__ = ["sliding_window_mask", "padded_causal_mask"]
+__all__ = ["sliding_window_mask", "padded_causal_mask", "with_key_mask"]
 
 
 def sliding_window_mask(
@@ -111,3 +111,23 @@ def padded_causal_mask(
     causal = causal_mask(max_len, device=real.device)  # (T, T)
     mask = causal & real[:, None, :] & real[:, :, None]  # (B, T, T)
     return mask[:, None]  # (B, 1, T, T)
+
+
+def with_key_mask(
+    mask: torch.Tensor | None, key_mask: torch.Tensor | None
+) -> torch.Tensor | None:
+    """Fold a per-sequence key mask ``(B, S)`` into ``mask``; both True = may attend.
+
+    Shape:
+        - mask: None, ``(T, S)`` or 4-D, broadcastable to ``(B, H, T, S)``
+        - key_mask: None or ``(B, S)``
+        - output: ``mask & key_mask[:, None, None, :]``, or the one given
+
+    Example:
+        >>> with_key_mask(causal_mask(3), torch.tensor([[True, True, False]])).shape
+        torch.Size([1, 1, 3, 3])
+    """
+    if key_mask is None:
+        return mask
+    key_mask = key_mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S): every head, query
+    return key_mask if mask is None else mask & key_mask  # (B, H|1, T|1, S)

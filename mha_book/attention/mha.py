@@ -1,20 +1,16 @@
 """Multi-head attention as an ``nn.Module``: the weights around the kernel.
 
-Taught in chapter 04-implementation; chapter 05-verification checks it
-against :class:`torch.nn.MultiheadAttention` (:mod:`mha_book.attention.convert`);
-chapter 13-mqa-gqa-kv-cache adds ``num_kv_heads`` (grouped- and multi-query
-attention) and :meth:`~MultiHeadAttention.forward_step` (a KV cache);
-``rope`` rotates queries and keys to their positions (:mod:`mha_book.attention.rope`).
+Taught in chapter 04 and checked against :class:`torch.nn.MultiheadAttention`
+in chapter 05 (:mod:`mha_book.attention.convert`); chapter 13 adds
+``num_kv_heads`` (grouped- and multi-query attention) and
+:meth:`~MultiHeadAttention.forward_step` (a KV cache), chapter 14 ``rope``.
 
 Legend: B batch, H heads, Hkv key/value heads (``num_kv_heads``, H by default),
 T query length, S key length, D head dim, E = H·D (``embed_dim``); keys and
-values enter with ``kdim`` and ``vdim`` features.
-
-Masks are bool, True = may attend: ``mask`` is ``(T, S)`` or 4-D, broadcastable
-to ``(B, H, T, S)``; ``key_mask`` is ``(B, S)``, one row of allowed keys per
-sequence. A 3-D mask is refused: ``(B, T, S)`` and ``(H, T, S)`` look alike.
-An additive float ``bias`` (ALiBi: :mod:`mha_book.attention.alibi`) follows the same
-shape rule and is handed to the kernel as it is.
+values enter with ``kdim`` and ``vdim`` features. Masks are bool, True = may
+attend, ``(T, S)`` or 4-D, broadcastable to ``(B, H, T, S)`` (3-D is refused:
+``(B, T, S)`` and ``(H, T, S)`` look alike); ``key_mask`` is ``(B, S)``. An
+additive float ``bias`` (ALiBi) follows the mask's shape rule.
 """
 
 from __future__ import annotations
@@ -25,26 +21,18 @@ from torch import nn
 from mha_book._checks import check_positive_int, check_probability
 from mha_book.attention._mha_checks import (
     check_forward_inputs,
+    check_head_counts,
     check_rope,
     check_step_inputs,
 )
 from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
 from mha_book.attention.kernels import get_kernel
 from mha_book.attention.kv_cache import KVCache
+from mha_book.attention.mask_helpers import with_key_mask
 from mha_book.attention.masks import causal_mask
 from mha_book.attention.rope import RotaryEmbedding
 
 __all__ = ["MultiHeadAttention"]
-
-
-def _with_key_mask(
-    mask: torch.Tensor | None, key_mask: torch.Tensor | None
-) -> torch.Tensor | None:
-    """Fold a per-sequence key mask ``(B, S)`` into ``mask``; both True = may attend."""
-    if key_mask is None:
-        return mask
-    key_mask = key_mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S): every head, query
-    return key_mask if mask is None else mask & key_mask  # (B, H|1, T|1, S)
 
 
 class MultiHeadAttention(nn.Module):
@@ -52,39 +40,30 @@ class MultiHeadAttention(nn.Module):
 
     Same parameters and results as :class:`torch.nn.MultiheadAttention`
     (without ``add_bias_kv`` / ``add_zero_attn``), but one mask convention
-    (True = may attend) and per-head weights.
+    (True = may attend) and per-head weights. Initialised like it too, except
+    that each input matrix has its own Xavier bound (torch's packed
+    ``(3E, E)`` matrix shares one).
 
-    Parameters are initialised like ``nn.MultiheadAttention``: Xavier-uniform
-    ``q_proj``, ``k_proj``, ``v_proj`` weights, ``out_proj`` weight with
-    ``nn.Linear``'s default, all biases zero. (Torch draws q, k, v from one
-    packed ``(3E, E)`` matrix when ``kdim == vdim == E``, so its Xavier bound is
-    ``sqrt(6 / 4E)``; here each matrix has its own bound ``sqrt(6 / (E + kdim))``.)
-
-    With ``num_kv_heads`` smaller than ``num_heads``, ``k_proj`` and ``v_proj``
-    produce only ``Hkv`` heads of D features, and each is shared by ``H / Hkv``
-    query heads (:func:`~mha_book.attention.heads.repeat_kv`): grouped-query attention,
-    or multi-query attention when ``num_kv_heads=1``.
+    With ``num_kv_heads`` < ``num_heads``, ``k_proj`` and ``v_proj`` make Hkv
+    heads, each shared by H / Hkv query heads (:func:`~mha_book.attention.heads.repeat_kv`):
+    grouped-query attention, or multi-query with ``num_kv_heads=1``.
 
     Args:
         embed_dim: Model dimension E.
         num_heads: Number of (query) heads H; must divide E.
-        num_kv_heads: Number of key/value heads Hkv; must divide H. None (the
-            default) or H gives standard multi-head attention.
+        num_kv_heads: Number of key/value heads Hkv; must divide H. None or H:
+            standard multi-head attention.
         dropout: Dropout probability on the attention weights, in training mode only.
         bias: Whether the four projections have a bias.
-        kdim: Features of the keys; default E.
-        vdim: Features of the values; default E.
+        kdim, vdim: Features of the keys and of the values; default E.
         batch_first: If True inputs are ``(B, T, E)``, else ``(T, B, E)``.
-        kernel: A name from :data:`~mha_book.attention.kernels.ATTENTION_KERNELS`. None
-            (the default) runs ``"explicit"`` when the weights are asked for
-            and ``"fused"`` when they are not.
-        rope: A :class:`~mha_book.attention.rope.RotaryEmbedding` with ``head_dim = E / H``
-            to rotate queries and keys at their absolute positions, or None.
-            For self-attention only: ``forward`` then needs S = T. The
-            cross-attention layers of RoPE models (Llama 3.2 Vision's, say)
-            rotate nothing, so build those with ``rope=None``.
-        device: Device of the parameters.
-        dtype: Dtype of the parameters.
+        kernel: A name from :data:`~mha_book.attention.kernels.ATTENTION_KERNELS`;
+            None runs ``"explicit"`` if the weights are asked for, else ``"fused"``.
+        rope: A :class:`~mha_book.attention.rope.RotaryEmbedding` with
+            ``head_dim = E / H`` to rotate queries and keys at their positions,
+            or None. Self-attention only (S = T): RoPE models' cross-attention
+            layers rotate nothing.
+        device, dtype: Of the parameters.
 
     Example:
         >>> mha = MultiHeadAttention(512, 8)
@@ -95,9 +74,6 @@ class MultiHeadAttention(nn.Module):
         >>> gqa = MultiHeadAttention(512, 8, num_kv_heads=2)  # 2 key/value heads, D=64
         >>> gqa.k_proj.weight.shape, gqa(x, x, x)[1].shape
         (torch.Size([128, 512]), torch.Size([2, 8, 10, 10]))
-        >>> rotary = MultiHeadAttention(512, 8, rope=RotaryEmbedding(64))  # D=64
-        >>> rotary(x, x, x)[0].shape
-        torch.Size([2, 10, 512])
     """
 
     def __init__(
@@ -117,25 +93,10 @@ class MultiHeadAttention(nn.Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        self.embed_dim = check_positive_int(embed_dim, "embed_dim")
-        self.num_heads = check_positive_int(num_heads, "num_heads")
-        if embed_dim % num_heads != 0:
-            raise ValueError(
-                "embed_dim must be divisible by num_heads, "
-                f"got embed_dim = {embed_dim} "
-                f"and num_heads = {num_heads}"
-            )
-        self.head_dim = embed_dim // num_heads
-        self.num_kv_heads = (
-            num_heads
-            if num_kv_heads is None
-            else check_positive_int(num_kv_heads, "num_kv_heads")
-        )
-        if num_heads % self.num_kv_heads != 0:
-            raise ValueError(
-                f"num_kv_heads must divide num_heads, got num_heads = {num_heads} "
-                f"and num_kv_heads = {num_kv_heads}"
-            )
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim, self.num_kv_heads = check_head_counts(
+            embed_dim, num_heads, num_kv_heads
+        )  # D = E / H, and Hkv = H unless given: each must divide the one before
         kv_dim = self.num_kv_heads * self.head_dim  # Hkv·D, = E unless Hkv < H
         self.kdim = embed_dim if kdim is None else check_positive_int(kdim, "kdim")
         self.vdim = embed_dim if vdim is None else check_positive_int(vdim, "vdim")
@@ -173,9 +134,7 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
-            query: Queries.
-            key: Keys.
-            value: Values.
+            query, key, value: The queries, keys and values (Shape below).
             mask: Optional bool mask, True = may attend: ``(T, S)``, shared by
                 every sequence and head, or 4-D, broadcastable to ``(B, H, T, S)``
                 (also when ``batch_first=False``). 3-D masks are refused.
@@ -202,7 +161,7 @@ class MultiHeadAttention(nn.Module):
         check_forward_inputs(
             self, query, key, value, mask, key_mask, need_weights, bias
         )
-        mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
+        mask = with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             query = query.transpose(0, 1)  # (B, T, E)
             key = key.transpose(0, 1)  # (B, S, kdim)
@@ -213,10 +172,8 @@ class MultiHeadAttention(nn.Module):
         return output, weights
 
     def _attend(self, query, key, value, mask, need_weights, bias, kv_cache=None):
-        """The five steps on ``(B, T, E)`` inputs, shared by ``forward`` and
-        ``forward_step``; with ``kv_cache``, the new keys and values join the
-        cached ones before attending. Returns output ``(B, T, E)`` and weights.
-        """
+        """The five steps of ``forward`` and ``forward_step`` on ``(B, T, E)``
+        inputs (with ``kv_cache``, after the cached keys and values)."""
         # --- 1. project: one linear map each for queries, keys and values ---
         q = self.q_proj(query)  # (B, T, E)
         # Hkv·D = E unless num_kv_heads < num_heads
@@ -268,27 +225,20 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Causal self-attention for new tokens, reusing earlier calls' keys and values.
 
-        The T tokens of ``x`` continue the sequence whose ``past = kv_cache.seq_len``
-        keys and values are cached: they are positions ``past, ..., past + T - 1``.
-        Their keys and values are appended to ``kv_cache``, and query ``i``
+        The T tokens of ``x`` are positions ``past, ..., past + T - 1`` after
+        the ``past = kv_cache.seq_len`` cached ones. Their keys and values are
+        appended to ``kv_cache`` (rotated first, with ``rope``), and query ``i``
         attends every key ``j <= past + i`` (:func:`~mha_book.attention.masks.causal_mask`
-        aligned at the end). Calling it on a whole sequence with an empty cache,
-        or token by token, gives the same outputs as
-        ``forward(x, x, x, causal_mask(T))``. With ``rope``, the new queries and
-        keys are rotated at those positions, so the cache holds rotated keys.
+        aligned at the end): whole or token by token, the outputs equal
+        ``forward(x, x, x, causal_mask(T))``.
 
         Args:
             x: The new tokens (self-attention: queries, keys and values).
             kv_cache: The layer's cache; updated in place.
-            mask: Optional extra bool mask, True = may attend, combined with
-                the causal mask: ``(T, past + T)`` or 4-D, broadcastable to
-                ``(B, H, T, past + T)``.
-            need_weights: As in :meth:`forward`.
-            key_mask: Optional bool ``(B, past + T)``, True at the keys (cached
-                and new) each sequence may attend, as in :meth:`forward`.
-            bias: Optional finite float bias of the new queries against all
-                keys, ``(T, past + T)`` or 4-D, as in :meth:`forward`; ALiBi's
-                is ``alibi_bias(H, T, past + T)[None]``.
+            mask, need_weights, key_mask, bias: As in :meth:`forward`, over
+                all ``past + T`` keys: ``mask`` and ``bias`` ``(T, past + T)``
+                or 4-D, ``key_mask`` ``(B, past + T)``; ``mask`` is combined
+                with the causal mask.
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``
@@ -312,7 +262,7 @@ class MultiHeadAttention(nn.Module):
             (torch.Size([2, 1, 64]), torch.Size([2, 8, 1, 5]), torch.Size([2, 2, 5, 8]))
         """
         past = check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights, bias)
-        mask = _with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
+        mask = with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             x = x.transpose(0, 1)  # (B, T, E)
         T = x.shape[1]

@@ -5,7 +5,8 @@ Above :mod:`mha_book.models` (which it imports), never imported by it or by
 
 - :mod:`~mha_book.lm.corpus`: the shipped plays and Tang poems;
   :mod:`~mha_book.lm.charlm`: characters, windows, losses (chapter 10).
-- :mod:`~mha_book.lm.training`: training and sampling;
+- :mod:`~mha_book.lm.training`: training and sampling, measured in a
+  :mod:`~mha_book.lm.history`;
   :mod:`~mha_book.lm.artifacts`: trained results stored once per build;
   :mod:`~mha_book.lm.checkpoint`: checkpoints that round-trip exactly.
 - :mod:`~mha_book.lm.extrapolation`: train short, test long (chapter 14);

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from mha_book.lm.charlm import CharTokenizer
-from mha_book.models.decoder import CausalDecoder
+from mha_book.models.decoder import CausalDecoder, DecoderConfig
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -124,7 +124,7 @@ def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
             f"vocab_size is {vocab}"
         )
     try:
-        model = CausalDecoder(**config)
+        model = CausalDecoder(DecoderConfig(**config))
         model.load_state_dict(state)
     except (TypeError, ValueError, RuntimeError) as err:
         raise ValueError(f"{path}: the model cannot be rebuilt ({err})") from err

@@ -81,7 +81,7 @@ def train_short_test_long(
         val_ids: Validation corpus ``(M,)``, evaluated in consecutive
             non-overlapping windows (all of them) at every length.
         vocab_size: Vocabulary size V.
-        schemes: Values of ``CausalDecoder(positions=...)`` to compare.
+        schemes: Values of ``DecoderConfig(positions=...)`` to compare.
         train_len: Training window length L.
         factors: Evaluation lengths as multiples of L; must start with 1.
         embed_dim: Model dimension E of every decoder.
@@ -131,7 +131,7 @@ def train_short_test_long(
         max_len = train_len if scheme == "learned" else max(lengths)
         config = DecoderConfig(**settings, max_len=max_len, positions=scheme)
         torch.manual_seed(seed)
-        model = CausalDecoder(**asdict(config))
+        model = CausalDecoder(config)
         start = time.perf_counter()
         history = train(
             model, train_ids, block_size=train_len, progress=False, **budget

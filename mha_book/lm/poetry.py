@@ -147,7 +147,8 @@ def generate_poems(
 
     Example:
         >>> tok = CharTokenizer("\\n春风")
-        >>> model = CausalDecoder(tok.vocab_size, 8, 2, 1, max_len=16)
+        >>> from mha_book.models.decoder import DecoderConfig
+        >>> model = CausalDecoder(DecoderConfig(tok.vocab_size, 8, 2, 1, max_len=16))
         >>> len(generate_poems(model, tok, 3, max_chars=10))
         3
     """

@@ -7,9 +7,8 @@ output). All three calls are the same module; only the mask and the source of
 the keys and values differ.
 
 Legend: B batch, H heads, T query (target) length, S key (source) length,
-D head dim, E = H·D (``embed_dim``).
-
-Masks are bool, True = may attend, broadcastable to ``(B, H, T, S)``.
+D head dim, E = H·D (``embed_dim``). Masks are bool, True = may attend,
+broadcastable to ``(B, H, T, S)``.
 
 The sublayers follow :class:`torch.nn.TransformerEncoderLayer` and
 :class:`torch.nn.TransformerDecoderLayer` (ReLU feed-forward, same attribute
@@ -48,7 +47,43 @@ def _check_sequence(x: object, name: str, embed_dim: int, length: str) -> torch.
     return x
 
 
-class EncoderLayer(nn.Module):
+class _Layer(nn.Module):
+    """What both layers build, in the order of ``nn.TransformerEncoderLayer`` and
+    ``nn.TransformerDecoderLayer`` (the same seed draws the same weights): the
+    attention blocks, the feed-forward network, a LayerNorm and a dropout per
+    sublayer.
+    """
+
+    def __init__(
+        self, embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
+    ) -> None:
+        super().__init__()
+        self.embed_dim = check_positive_int(embed_dim, "embed_dim")
+        self.ff_dim = check_positive_int(ff_dim, "ff_dim")
+        dropout = check_probability(dropout, "dropout")
+        if not isinstance(norm_first, bool):
+            raise TypeError(
+                f"norm_first must be a bool, got {type(norm_first).__name__}"
+            )
+        self.norm_first = norm_first
+        for name in attentions:  # self_attn, then a decoder's cross_attn
+            mha = MultiHeadAttention(embed_dim, num_heads, dropout=dropout, **factory)
+            setattr(self, name, mha)
+        self.linear1 = nn.Linear(embed_dim, ff_dim, **factory)  # E -> ff_dim
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(ff_dim, embed_dim, **factory)  # ff_dim -> E
+        sublayers = range(1, len(attentions) + 2)  # each attention, then the FFN
+        for i in sublayers:
+            setattr(self, f"norm{i}", nn.LayerNorm(embed_dim, **factory))
+        for i in sublayers:
+            setattr(self, f"dropout{i}", nn.Dropout(dropout))
+
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """Position-wise feed-forward network, the same for every token."""
+        return feed_forward(x, self.linear1, self.linear2, torch.relu, self.dropout)
+
+
+class EncoderLayer(_Layer):
     """One Transformer encoder layer: self-attention, then a feed-forward network.
 
     Each of the two sublayers is wrapped in a residual connection and a
@@ -93,30 +128,11 @@ class EncoderLayer(nn.Module):
         device=None,
         dtype=None,
     ) -> None:
-        super().__init__()
-        self.embed_dim = check_positive_int(embed_dim, "embed_dim")
-        self.ff_dim = check_positive_int(ff_dim, "ff_dim")
-        dropout = check_probability(dropout, "dropout")
-        if not isinstance(norm_first, bool):
-            raise TypeError(
-                f"norm_first must be a bool, got {type(norm_first).__name__}"
-            )
-        self.norm_first = norm_first
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiHeadAttention(
-            embed_dim, num_heads, dropout=dropout, **factory
+        attentions = ("self_attn",)
+        super().__init__(
+            embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
         )
-        self.linear1 = nn.Linear(
-            embed_dim, ff_dim, **factory
-        )  # feed-forward: E -> ff_dim
-        self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(
-            ff_dim, embed_dim, **factory
-        )  # feed-forward: ff_dim -> E
-        self.norm1 = nn.LayerNorm(embed_dim, **factory)
-        self.norm2 = nn.LayerNorm(embed_dim, **factory)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
 
     def forward(
         self,
@@ -156,12 +172,8 @@ class EncoderLayer(nn.Module):
         x, _ = residual(x, self._ff_block, self.norm2, self.dropout2, norm_first=pre)
         return x, weights
 
-    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
-        """Position-wise feed-forward network, the same for every token."""
-        return feed_forward(x, self.linear1, self.linear2, torch.relu, self.dropout)
 
-
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """One Transformer decoder layer: self-attention, cross-attention, feed-forward.
 
     Multi-head attention appears twice:
@@ -209,35 +221,11 @@ class DecoderLayer(nn.Module):
         device=None,
         dtype=None,
     ) -> None:
-        super().__init__()
-        self.embed_dim = check_positive_int(embed_dim, "embed_dim")
-        self.ff_dim = check_positive_int(ff_dim, "ff_dim")
-        dropout = check_probability(dropout, "dropout")
-        if not isinstance(norm_first, bool):
-            raise TypeError(
-                f"norm_first must be a bool, got {type(norm_first).__name__}"
-            )
-        self.norm_first = norm_first
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiHeadAttention(
-            embed_dim, num_heads, dropout=dropout, **factory
+        attentions = ("self_attn", "cross_attn")
+        super().__init__(
+            embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
         )
-        self.cross_attn = MultiHeadAttention(
-            embed_dim, num_heads, dropout=dropout, **factory
-        )
-        self.linear1 = nn.Linear(
-            embed_dim, ff_dim, **factory
-        )  # feed-forward: E -> ff_dim
-        self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(
-            ff_dim, embed_dim, **factory
-        )  # feed-forward: ff_dim -> E
-        self.norm1 = nn.LayerNorm(embed_dim, **factory)
-        self.norm2 = nn.LayerNorm(embed_dim, **factory)
-        self.norm3 = nn.LayerNorm(embed_dim, **factory)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
 
     def forward(
         self,
@@ -285,23 +273,15 @@ class DecoderLayer(nn.Module):
             )
         check_same_dtype_device("the layer's parameters", self.linear1.weight, "x", x)
         check_same_dtype_device("x", x, "memory", memory)
-        B, T = x.shape[:2]
+        (B, T), S, H = x.shape[:2], memory.shape[1], self.self_attn.num_heads
         causal = causal_mask(T, device=x.device)  # (T, T)
+        # Checked here, not only by the attention: self_mask joins the causal
+        # mask first, and an error names the argument the caller passed.
         if self_mask is not None:
-            check_mask(
-                self_mask,
-                (B, self.self_attn.num_heads, T, T),
-                device=x.device,
-                name="self_mask",
-            )
+            check_mask(self_mask, (B, H, T, T), device=x.device, name="self_mask")
             causal = causal & self_mask  # (B, H, T, T) or a broadcastable shape
-        if memory_mask is not None:  # checked here so that errors name it
-            check_mask(
-                memory_mask,
-                (B, self.cross_attn.num_heads, T, memory.shape[1]),
-                device=x.device,
-                name="memory_mask",
-            )
+        if memory_mask is not None:
+            check_mask(memory_mask, (B, H, T, S), device=x.device, name="memory_mask")
         pre = self.norm_first
 
         def self_attention(h):
@@ -318,7 +298,3 @@ class DecoderLayer(nn.Module):
         )
         x, _ = residual(x, self._ff_block, self.norm3, self.dropout3, norm_first=pre)
         return x, self_weights, cross_weights
-
-    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
-        """Position-wise feed-forward network, the same for every token."""
-        return feed_forward(x, self.linear1, self.linear2, torch.relu, self.dropout)

@@ -5,7 +5,9 @@ the package, and nothing in :mod:`mha_book.attention`, :mod:`mha_book.models`
 or :mod:`mha_book.lm` imports it (the import contract in ``pyproject.toml``).
 matplotlib is imported only when a figure is drawn.
 
-- :mod:`~mha_book.viz.plot`: fonts, sizes and legibility of every figure.
+- :mod:`~mha_book.viz.plot`: fonts, sizes and legibility of every figure;
+  :mod:`~mha_book.viz.layout`: its rows and columns of panels, which its alt
+  text must match.
 - :mod:`~mha_book.viz.heatmap`: attention weights as heatmaps (chapter 05).
 - :mod:`~mha_book.viz.explorer`: the interactive attention explorer and its
   script and style in ``static/`` (chapters 11 and 15).

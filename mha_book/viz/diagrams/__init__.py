@@ -4,7 +4,7 @@ Each function computes what it shows with the code the book teaches (or with
 PyTorch itself), draws it with :func:`mha_book.viz.plot.new_figure`, and returns
 ``(figure, facts)``: the numbers it drew, so that a page can assert them,
 and ``facts["layout"]``, its rows and columns of panels and its direction of
-flow (:func:`mha_book.viz.plot.figure_layout`), which the alt text must match.
+flow (:func:`mha_book.viz.layout.figure_layout`), which the alt text must match.
 Labels follow the book's language (:func:`mha_book.book.pick`). One module
 per idea; the chapter that teaches the idea draws it:
 

@@ -16,7 +16,8 @@ from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.masks import causal_mask
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_bool_grid
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -56,7 +57,7 @@ def causal_alignment(T: int = 3, S: int = 7) -> tuple[Figure, dict[str, object]]
 
     Returns the figure and ``{"top_left": ..., "bottom_right": ...}``, the
     two ``(T, S)`` bool masks drawn (True = may attend), with ``"layout"``,
-    the two panels one above the other (:func:`~mha_book.viz.plot.figure_layout`).
+    the two panels one above the other (:func:`~mha_book.viz.layout.figure_layout`).
     The top panel numbers its queries 0 to T - 1; the bottom one by their
     positions S - T to S - 1, the positions a KV cache gives them.
 
@@ -98,7 +99,7 @@ def kv_head_sharing(
 
     Returns the figure and ``{num_kv_heads: [kv head of query head 0, 1, ...]}``
     for each count drawn, and ``"layout"``: one row of heads per count
-    (:func:`~mha_book.viz.plot.figure_layout`).
+    (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> fig, reads = kv_head_sharing(4, (4, 2, 1))
@@ -170,7 +171,7 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
     Returns:
         The figure and a dict: ``"shapes"``, the T recorded key shapes
         ``(B, Hkv, t + 1, D)``, and ``"layout"``, one chart
-        (:func:`~mha_book.viz.plot.figure_layout`).
+        (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> from mha_book.attention.mha import MultiHeadAttention

@@ -16,7 +16,8 @@ from mha_book._checks import check_positive_int, fmt_shape
 from mha_book.attention.masks import causal_mask, padding_mask
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_bool_grid
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -49,7 +50,7 @@ def mask_broadcast(
         ``"causal"``, ``"combined"`` and ``"scores"`` (the
         :func:`torch.broadcast_shapes` of the three masks and ``(B, H, T, S)``),
         ``"mask"``, the combined mask, and ``"layout"``, one row of three
-        grids per sequence (:func:`~mha_book.viz.plot.figure_layout`).
+        grids per sequence (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> fig, facts = mask_broadcast([3, 2], 3, num_heads=4)

@@ -1,11 +1,9 @@
 """H heads side by side: each attends on its own columns, then concat and W^O.
 
-Chapter 03-multi-head draws :func:`parallel_heads`, the picture of Figure 2 of
-Vaswani et al. (2017) drawn from a real module: the head count, the columns of
-``q_proj``, ``k_proj`` and ``v_proj`` that each head reads (found by
-:func:`~mha_book.attention.heads.split_heads`, the function the module splits with),
-each head's scaled dot-product attention on its columns, and the
-concatenation that ``out_proj`` receives in the module's own forward pass.
+Chapter 03-multi-head draws :func:`parallel_heads`, Figure 2 of Vaswani et al.
+(2017) from a real module: the columns of the projections each head reads
+(found by :func:`~mha_book.attention.heads.split_heads`, as the module splits),
+each head's attention on them, and the concatenation ``out_proj`` receives.
 
 Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D.
 """
@@ -23,7 +21,8 @@ from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 from mha_book.book import pick
 from mha_book.viz.diagrams.shapes import _shape_label
-from mha_book.viz.plot import TEXT_PT, new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import TEXT_PT, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -85,11 +84,10 @@ def parallel_heads(
 
     Runs ``module(query, key, value, need_weights=False)`` and records what
     ``out_proj`` received: the heads' outputs, concatenated. Beside it, each
-    head's output is computed the way the paper writes it: the head's columns
-    of ``q_proj(query)``, ``k_proj(key)`` and ``v_proj(value)`` (from
-    :func:`head_columns`) through
-    :func:`~mha_book.attention.scaled_dot_product.scaled_dot_product_attention`. The figure is a
-    flow from top to bottom, one column per head.
+    head's output as the paper writes it: its columns (:func:`head_columns`)
+    of ``q_proj(query)``, ``k_proj(key)``, ``v_proj(value)`` through
+    :func:`~mha_book.attention.scaled_dot_product.scaled_dot_product_attention`.
+    The figure flows from top to bottom, one column per head.
 
     Args:
         module: A :class:`~mha_book.attention.mha.MultiHeadAttention` with at most
@@ -109,10 +107,10 @@ def parallel_heads(
         - facts["output"]: ``(B, T, E)``, the module's output
 
     Returns:
-        The figure and a dict: ``"num_heads"``, ``"head_dim"``,
-        ``"columns"`` (:func:`head_columns`, the same for q, k and v),
-        ``"heads"``, ``"concat"``, ``"output"``, ``"shapes"`` (the shapes
-        drawn) and ``"layout"``: :func:`~mha_book.viz.plot.figure_layout`.
+        The figure and a dict: ``"num_heads"``, ``"head_dim"``, ``"columns"``
+        (:func:`head_columns`, for q, k, v alike), ``"heads"``, ``"concat"``,
+        ``"output"``, ``"shapes"`` and ``"layout"``
+        (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> mha = MultiHeadAttention(8, 2).eval()
@@ -151,19 +149,17 @@ def parallel_heads(
             for a, b in columns
         ]  # H of (B, T, D)
     heads = torch.stack(heads, dim=1)  # (B, H, T, D)
-    shapes = {
-        "query": tuple(query.shape),
-        "key": tuple(key.shape),
-        "value": tuple(value.shape),
-        "q": tuple(q.shape),
-        "k": tuple(k.shape),
-        "v": tuple(v.shape),
-        "head_q": tuple(q[..., : columns[0][1]].shape),  # (B, T, D)
-        "head_k": tuple(k[..., : columns[0][1]].shape),  # (B, S, D)
-        "head_output": tuple(heads[:, 0].shape),  # (B, T, D)
-        "concat": tuple(received[0].shape),
-        "output": tuple(output.shape),
-    }
+    named = {"query": query, "key": key, "value": value, "q": q, "k": k, "v": v}
+    shapes = (
+        {name: tuple(t.shape) for name, t in named.items()}
+        | {
+            "head_q": tuple(q[..., : columns[0][1]].shape),  # (B, T, D)
+            "head_k": tuple(k[..., : columns[0][1]].shape),  # (B, S, D)
+            "head_output": tuple(heads[:, 0].shape),  # (B, T, D)
+            "concat": tuple(received[0].shape),
+            "output": tuple(output.shape),
+        }
+    )
     facts = {
         "num_heads": module.num_heads,
         "head_dim": module.head_dim,
@@ -181,10 +177,7 @@ def parallel_heads(
 
 
 def _draw(columns: list[tuple[int, int]], shapes: dict) -> tuple[Figure, int]:
-    """The flow, in inches: each step's name on the line above its level.
-
-    Returns the figure and the number of levels drawn (boxes or bars).
-    """
+    """The flow, in inches, each step's name above its level; and the levels drawn."""
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
     H = len(columns)

@@ -16,7 +16,8 @@ import torch
 
 from mha_book._checks import check_rank, check_tensor, fmt_shape
 from mha_book.book import pick
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -63,7 +64,7 @@ def attention_patterns(
           e.g. ``padding_mask(lengths, S)``
         - facts: ``{"encoder_self": (S, S), "decoder_self": (T, T),
           "cross": (T, S)}`` bool tensors, True = attended; and ``"layout"``,
-          the three panels stacked (:func:`~mha_book.viz.plot.figure_layout`)
+          the three panels stacked (:func:`~mha_book.viz.layout.figure_layout`)
 
     Example:
         >>> from mha_book.models.layers import DecoderLayer, EncoderLayer

@@ -16,7 +16,8 @@ from mha_book._checks import check_positive_int
 from mha_book.attention.alibi import alibi_bias, alibi_slopes
 from mha_book.attention.rope import apply_rotary, rotary_frequencies
 from mha_book.book import pick
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -53,7 +54,7 @@ def rotary_rotation(
         The figure and a dict: ``"angles"`` measured from the rotated vectors,
         ``"theta"`` from :func:`~mha_book.attention.rope.rotary_frequencies`,
         ``"norms"``, the length of every drawn arrow, ``"labelled"`` and
-        ``"layout"`` (:func:`~mha_book.viz.plot.figure_layout`).
+        ``"layout"`` (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> fig, facts = rotary_rotation(head_dim=8, positions=3, pairs=(0,))
@@ -147,7 +148,7 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
 
     Returns:
         The figure and a dict with ``"bias"``, ``"slopes"`` and ``"layout"``
-        (:func:`~mha_book.viz.plot.figure_layout`).
+        (:func:`~mha_book.viz.layout.figure_layout`).
 
     Example:
         >>> fig, facts = alibi_heads(4, 5)

@@ -20,7 +20,8 @@ from mha_book._checks import check_positive_int
 from mha_book.attention.kernels import ATTENTION_KERNELS
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.book import pick
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -68,7 +69,7 @@ def kernel_choice(
         - facts: ``{(kernel, need_weights): {"ran", "weights", "error"}}``
           with the kernel that ran, the weights' shape ``(B, H, T, S)`` or
           None, and the ``ValueError`` message or None; and ``"layout"``, one
-          panel, the table (:func:`~mha_book.viz.plot.figure_layout`)
+          panel, the table (:func:`~mha_book.viz.layout.figure_layout`)
 
     Example:
         >>> fig, runs = kernel_choice()

@@ -23,7 +23,8 @@ from mha_book.attention.scaled_dot_product import (
 )
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_number_grid
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -63,7 +64,7 @@ def attention_matrices(
         - facts: ``{"Q", "K^T", "scores", "scaled", "weights", "V", "output"}``,
           ``scores``, ``scaled``, ``weights``: ``(T, S)``, ``output``: ``(T, Dv)``;
           and ``"layout"``: three rows of three, two and three matrices
-          (:func:`~mha_book.viz.plot.figure_layout`)
+          (:func:`~mha_book.viz.layout.figure_layout`)
 
     Example:
         >>> q, k, v = torch.randn(3, 2), torch.randn(3, 2), torch.randn(3, 2)

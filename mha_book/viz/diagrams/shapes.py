@@ -20,7 +20,8 @@ from mha_book.attention.heads import merge_heads, split_heads
 from mha_book.attention.trace import ZH_STAGE_NAMES, trace_shapes
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_offset_grid, grid_axes
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -70,7 +71,7 @@ def mha_data_flow(
     Returns:
         The figure and a dict: ``"shapes"``, ``{stage: shape}`` for every
         stage drawn, in order; ``"layout"``, its
-        :func:`~mha_book.viz.plot.figure_layout` (a box per row, top to bottom).
+        :func:`~mha_book.viz.layout.figure_layout` (a box per row, top to bottom).
 
     Example:
         >>> from mha_book.attention.mha import MultiHeadAttention
@@ -158,7 +159,7 @@ def head_split_layout(
         ``"split"``, ``"merged"``, ``"no_transpose"``) a dict of ``"shape"``,
         ``"stride"`` and ``"offsets"``; ``"view_error"``, what
         ``.view(B, T, E)`` on the split tensor raised (None if nothing); and
-        ``"layout"``, the panels' :func:`~mha_book.viz.plot.figure_layout`: three
+        ``"layout"``, the panels' :func:`~mha_book.viz.layout.figure_layout`: three
         rows, ``x`` across the top, then two panels a row.
 
     Example:

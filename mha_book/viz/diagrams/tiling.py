@@ -22,7 +22,8 @@ from mha_book.attention.flash import _check_block_size, _forward
 from mha_book.attention.scaled_dot_product import _check_qkv
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_number_grid
-from mha_book.viz.plot import new_figure, record_layout
+from mha_book.viz.layout import record_layout
+from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -52,7 +53,7 @@ def online_softmax_tiles(
           ``block_max``, ``m``, ``l``, ``rescale``: ``(T, nk)``, row ``i``
           after each of the ``nk`` key blocks; ``out`` ``(T, Dv)`` and
           ``lse`` ``(T,)``: the kernel's output and log-sum-exp; ``layout``:
-          two panels, one above the other (:func:`~mha_book.viz.plot.figure_layout`)
+          two panels, one above the other (:func:`~mha_book.viz.layout.figure_layout`)
 
     Example:
         >>> q, k, v = torch.randn(4, 8), torch.randn(6, 8), torch.randn(6, 3)
