@@ -48,11 +48,9 @@ def _check_sequence(x: object, name: str, embed_dim: int, length: str) -> torch.
 
 
 class _Layer(nn.Module):
-    """What both layers build, in the order of ``nn.TransformerEncoderLayer`` and
-    ``nn.TransformerDecoderLayer`` (the same seed draws the same weights): the
-    attention blocks, the feed-forward network, a LayerNorm and a dropout per
-    sublayer.
-    """
+    """What both layers build, in ``nn.TransformerEncoderLayer``'s order (the same
+    seed draws the same weights): the attention blocks, the feed-forward
+    network, a LayerNorm and a dropout per sublayer."""
 
     def __init__(
         self, embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
@@ -273,7 +271,8 @@ class DecoderLayer(_Layer):
             )
         check_same_dtype_device("the layer's parameters", self.linear1.weight, "x", x)
         check_same_dtype_device("x", x, "memory", memory)
-        (B, T), S, H = x.shape[:2], memory.shape[1], self.self_attn.num_heads
+        B, T = x.shape[:2]
+        S, H = memory.shape[1], self.self_attn.num_heads
         causal = causal_mask(T, device=x.device)  # (T, T)
         # Checked here, not only by the attention: self_mask joins the causal
         # mask first, and an error names the argument the caller passed.

@@ -18,6 +18,10 @@
 // Whichever copy runs first defines window.mhaExplorer; a later copy only
 // mounts the widgets it finds. Every word shown comes from the data (the
 // Python side picks the page's language): nothing here is in English.
+//
+// Four steps, one function each: readData (the page's JSON), build (the
+// elements), draw (the lines and weights for a state) and wire (the events,
+// which change the state and draw again); mount runs them for one widget.
 (function () {
   "use strict";
   if (window.mhaExplorer) {
@@ -54,29 +58,25 @@
     return [wrap, box];
   }
 
-  function mount(root) {
-    if (root.dataset.mounted) return;
+  // The widget's data: the JSON in the page, weights back in [0, 1].
+  function readData(root) {
     const source = root.querySelector("script.mha-explorer-data");
-    if (!source) return;
-    root.dataset.mounted = "true";
+    if (!source) return null;
     const data = JSON.parse(source.textContent);
-    const { tokens, labels } = data;
     // Whole thousandths in the page ("scale": 1000): back to weights in [0, 1].
     const scale = data.scale || 1;
-    const weights = data.weights.map((l) => l.map((h) => h.map((row) => row.map((w) => w / scale))));
+    data.weights = data.weights.map((l) => l.map((h) => h.map((row) => row.map((w) => w / scale))));
+    return data;
+  }
+
+  // Building: the controls, the hint, the two token columns with the lines
+  // between them, and the legend. Returns the elements that drawing and the
+  // events use.
+  function build(root, data, id) {
+    const { tokens, labels, weights } = data;
     const L = weights.length;
     const H = weights[0].length;
     const T = tokens.length;
-    const id = `mha-explorer-${++count}`;
-    const state = {
-      layer: data.layer,
-      head: data.head, // a number, or "all"
-      hovered: null, // the token under the pointer
-      focused: null, // the token with the keyboard focus
-      shown: null, // the token whose row is drawn: the latest interaction's
-      stop: 0, // the token that is the list's tab stop
-    };
-
     root.setAttribute("role", "group");
     root.setAttribute("aria-label", data.title || labels.widget);
     root.style.setProperty("--mha-explorer-rows", T);
@@ -87,8 +87,8 @@
     const headOptions = [["all", labels.all_heads]].concat(
       [...Array(H).keys()].map((h) => [h, String(h)]),
     );
-    const [layerWrap, layerBox] = select(`${id}-layer`, labels.layer, layerOptions, state.layer);
-    const [headWrap, headBox] = select(`${id}-head`, labels.head, headOptions, state.head);
+    const [layerWrap, layerBox] = select(`${id}-layer`, labels.layer, layerOptions, data.layer);
+    const [headWrap, headBox] = select(`${id}-head`, labels.head, headOptions, data.head);
     layerBox.classList.add("mha-explorer__layer");
     headBox.classList.add("mha-explorer__head");
     controls.append(layerWrap, headWrap);
@@ -97,12 +97,12 @@
     const board = el("div", "mha-explorer__board");
     const queryColumnName = el("span", "mha-explorer__heading", labels.queries);
     queryColumnName.id = `${id}-queries`;
+    const meanNote = el("span", "mha-explorer__heading mha-explorer__mean", "");
     board.append(
       queryColumnName,
-      el("span", "mha-explorer__heading mha-explorer__mean", ""),
+      meanNote,
       el("span", "mha-explorer__heading mha-explorer__heading--keys", labels.keys),
     );
-    const meanNote = board.children[1];
     const queries = el("div", "mha-explorer__queries");
     queries.setAttribute("role", "listbox");
     queries.setAttribute("aria-labelledby", queryColumnName.id);
@@ -113,7 +113,6 @@
     canvas.innerHTML =
       `<svg class="mha-explorer__lines" viewBox="0 0 100 ${T}" ` +
       `preserveAspectRatio="none" aria-hidden="true" focusable="false"></svg>`;
-    const svg = canvas.firstChild;
     const buttons = tokens.map((token, i) => {
       const button = el("button", "mha-explorer__query", token);
       button.type = "button";
@@ -141,58 +140,70 @@
       legend.append(item);
     }
     root.append(controls, hint, board, legend);
+    return { root, layerBox, headBox, svg: canvas.firstChild, buttons, numbers, meanNote };
+  }
 
-    function draw() {
-      const l = state.layer;
-      const all = state.head === "all";
-      const heads = all ? [...Array(H).keys()] : [state.head];
-      const query = state.shown;
-      const rows = query === null ? [...Array(T).keys()] : [query];
-      const NS = svg.namespaceURI;
-      const lines = [];
-      for (const h of heads) {
-        for (const i of rows) {
-          for (let k = 0; k < T; k++) {
-            const w = weights[l][h][i][k];
-            if (w <= 0) continue; // invisible anyway: a missing line means 0
-            const line = document.createElementNS(NS, "line");
-            line.setAttribute("x1", "0");
-            line.setAttribute("y1", String(i + 0.5));
-            line.setAttribute("x2", "100");
-            line.setAttribute("y2", String(k + 0.5));
-            line.setAttribute("stroke-opacity", String(w));
-            line.setAttribute("vector-effect", "non-scaling-stroke");
-            if (all) line.style.stroke = headColour(h, H);
-            lines.push(line);
-          }
+  // Drawing: one line per (query, key) of the chosen layer and head(s), as
+  // opaque as its weight; with a query shown, only its row, and its weights
+  // (the mean over the heads drawn) beside the keys.
+  function draw(view, weights, state) {
+    const H = weights[0].length;
+    const T = view.buttons.length;
+    const l = state.layer;
+    const all = state.head === "all";
+    const heads = all ? [...Array(H).keys()] : [state.head];
+    const query = state.shown;
+    const rows = query === null ? [...Array(T).keys()] : [query];
+    const NS = view.svg.namespaceURI;
+    const lines = [];
+    for (const h of heads) {
+      for (const i of rows) {
+        for (let k = 0; k < T; k++) {
+          const w = weights[l][h][i][k];
+          if (w <= 0) continue; // invisible anyway: a missing line means 0
+          const line = document.createElementNS(NS, "line");
+          line.setAttribute("x1", "0");
+          line.setAttribute("y1", String(i + 0.5));
+          line.setAttribute("x2", "100");
+          line.setAttribute("y2", String(k + 0.5));
+          line.setAttribute("stroke-opacity", String(w));
+          line.setAttribute("vector-effect", "non-scaling-stroke");
+          if (all) line.style.stroke = headColour(h, H);
+          lines.push(line);
         }
       }
-      svg.replaceChildren(...lines);
-      for (let k = 0; k < T; k++) {
-        let text = "";
-        if (query !== null) {
-          let sum = 0;
-          for (const h of heads) sum += weights[l][h][query][k];
-          text = (sum / heads.length).toFixed(3);
-        }
-        numbers[k].textContent = text;
-      }
-      buttons.forEach((b, i) => {
-        b.classList.toggle("mha-explorer__query--active", i === query);
-        b.setAttribute("aria-selected", String(i === query));
-        b.tabIndex = i === state.stop ? 0 : -1; // one tab stop: the roving tabindex
-      });
-      meanNote.textContent = all && query !== null ? labels.mean : "";
-      root.classList.toggle("mha-explorer--all", all);
     }
+    view.svg.replaceChildren(...lines);
+    for (let k = 0; k < T; k++) {
+      let text = "";
+      if (query !== null) {
+        let sum = 0;
+        for (const h of heads) sum += weights[l][h][query][k];
+        text = (sum / heads.length).toFixed(3);
+      }
+      view.numbers[k].textContent = text;
+    }
+    view.buttons.forEach((b, i) => {
+      b.classList.toggle("mha-explorer__query--active", i === query);
+      b.setAttribute("aria-selected", String(i === query));
+      b.tabIndex = i === state.stop ? 0 : -1; // one tab stop: the roving tabindex
+    });
+    view.meanNote.textContent = all && query !== null ? view.meanLabel : "";
+    view.root.classList.toggle("mha-explorer--all", all);
+  }
 
+  // Events: the two selects, and hover, focus, tap and the arrow keys on the
+  // query tokens. Each changes the state, then redraws.
+  function wire(view, state, redraw) {
+    const { layerBox, headBox, buttons } = view;
+    const T = buttons.length;
     layerBox.addEventListener("change", () => {
       state.layer = Number(layerBox.value);
-      draw();
+      redraw();
     });
     headBox.addEventListener("change", () => {
       state.head = headBox.value === "all" ? "all" : Number(headBox.value);
-      draw();
+      redraw();
     });
     // Pointer events rather than mouse events: a touch ends with pointerleave,
     // so a tap leaves no hover behind (the tap focuses the token instead).
@@ -200,23 +211,23 @@
       button.addEventListener("pointerenter", () => {
         state.hovered = i;
         state.shown = i;
-        draw();
+        redraw();
       });
       button.addEventListener("pointerleave", () => {
         state.hovered = null;
         state.shown = state.focused;
-        draw();
+        redraw();
       });
       button.addEventListener("focus", () => {
         state.focused = i;
         state.shown = i;
         state.stop = i;
-        draw();
+        redraw();
       });
       button.addEventListener("blur", () => {
         state.focused = null;
         state.shown = state.hovered;
-        draw();
+        redraw();
       });
       // Safari does not focus a tapped button: do it, so a tap selects too.
       button.addEventListener("click", () => button.focus());
@@ -228,7 +239,26 @@
         buttons[to].focus();
       });
     });
-    draw();
+  }
+
+  function mount(root) {
+    if (root.dataset.mounted) return;
+    const data = readData(root);
+    if (!data) return;
+    root.dataset.mounted = "true";
+    const view = build(root, data, `mha-explorer-${++count}`);
+    view.meanLabel = data.labels.mean;
+    const state = {
+      layer: data.layer,
+      head: data.head, // a number, or "all"
+      hovered: null, // the token under the pointer
+      focused: null, // the token with the keyboard focus
+      shown: null, // the token whose row is drawn: the latest interaction's
+      stop: 0, // the token that is the list's tab stop
+    };
+    const redraw = () => draw(view, data.weights, state);
+    wire(view, state, redraw);
+    redraw();
   }
 
   function mountAll() {
