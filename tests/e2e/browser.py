@@ -118,11 +118,16 @@ def page_problems(page, url: str) -> list[str]:
 
 
 def load_problems(page, seen: dict[str, list[str]]) -> list[str]:
-    """What went wrong while loading the page ``seen`` watched (:func:`open_page`)."""
+    """What went wrong while loading the page ``seen`` watched (:func:`open_page`).
+
+    The figures are lazy: they are loaded (and decoded) first, so that their
+    requests are among those ``seen`` records.
+    """
+    undecoded = page.evaluate(BROKEN_IMAGES_JS)
     problems = [f"console error: {m}" for m in seen["console"]]
     problems += [f"failed request: {u}" for u in seen["failed"]]
     problems += [f"request left localhost: {u}" for u in seen["remote"]]
-    problems += [f"image not decoded: {src}" for src in page.evaluate(BROKEN_IMAGES_JS)]
+    problems += [f"image not decoded: {src}" for src in undecoded]
     problems += math_problems(page.evaluate(MATH_JS))
     page.unroute("**/*")
     return problems
