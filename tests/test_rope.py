@@ -4,18 +4,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import GPTNeoXConfig, LlamaConfig
-from transformers.models.gpt_neox.modeling_gpt_neox import (
-    GPTNeoXRotaryEmbedding,
-)
-from transformers.models.gpt_neox.modeling_gpt_neox import (
-    apply_rotary_pos_emb as neox_apply_rotary_pos_emb,
-)
-from transformers.models.llama.modeling_llama import (
-    LlamaRotaryEmbedding,
-    apply_rotary_pos_emb,
-    rotate_half,
-)
 
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.masks import causal_mask
@@ -41,18 +29,23 @@ def make(num_kv_heads=None, rope=True, E=32, H=4, seed=0):
     return m.eval()
 
 
-# --- against Hugging Face transformers ---
+# --- against Hugging Face transformers (skipped where it is not installed) ---
+def hf(module: str):
+    """``transformers.models.<module>``, or a skip where transformers is missing."""
+    return pytest.importorskip(f"transformers.models.{module}")
 
 
 def test_rotate_half_matches_transformers():
     x = torch.randn(2, 3, 5, 8)
-    assert torch.equal(our_rotate_half(x), rotate_half(x))
+    llama = hf("llama.modeling_llama")
+    assert torch.equal(our_rotate_half(x), llama.rotate_half(x))
 
 
 @pytest.mark.parametrize("base", [10000.0, 500000.0])
 def test_full_rotary_matches_llama(base):
+    llama = hf("llama.modeling_llama")
     B, H, T, D = 2, 4, 12, 16
-    config = LlamaConfig(
+    config = llama.LlamaConfig(
         hidden_size=H * D,
         num_attention_heads=H,
         head_dim=D,
@@ -60,19 +53,20 @@ def test_full_rotary_matches_llama(base):
     )
     q, k = torch.randn(B, H, T, D), torch.randn(B, H, T, D)
     position_ids = torch.arange(T)[None].expand(B, T)  # (B, T)
-    cos, sin = LlamaRotaryEmbedding(config)(q, position_ids)  # (B, T, D) each
+    cos, sin = llama.LlamaRotaryEmbedding(config)(q, position_ids)  # (B, T, D) each
     ours_cos, ours_sin = rotary_cos_sin(torch.arange(T), D, base)  # (T, D)
     torch.testing.assert_close(ours_cos, cos[0], atol=1e-6, rtol=0)
     torch.testing.assert_close(ours_sin, sin[0], atol=1e-6, rtol=0)
-    q_ref, k_ref = apply_rotary_pos_emb(q, k, cos, sin)
+    q_ref, k_ref = llama.apply_rotary_pos_emb(q, k, cos, sin)
     q_rot, k_rot = RotaryEmbedding(D, base=base)(q, k)
     torch.testing.assert_close(q_rot, q_ref, atol=1e-6, rtol=0)
     torch.testing.assert_close(k_rot, k_ref, atol=1e-6, rtol=0)
 
 
 def test_partial_rotary_matches_gpt_neox():
+    neox = hf("gpt_neox.modeling_gpt_neox")
     B, H, T, D, R = 2, 4, 12, 16, 4
-    config = GPTNeoXConfig(
+    config = neox.GPTNeoXConfig(
         hidden_size=H * D,
         num_attention_heads=H,
         rope_parameters={
@@ -83,9 +77,9 @@ def test_partial_rotary_matches_gpt_neox():
     )
     q, k = torch.randn(B, H, T, D), torch.randn(B, H, T, D)
     position_ids = torch.arange(3, 3 + T)[None].expand(B, T)  # (B, T), from 3
-    cos, sin = GPTNeoXRotaryEmbedding(config)(q, position_ids)  # (B, T, R) each
+    cos, sin = neox.GPTNeoXRotaryEmbedding(config)(q, position_ids)  # (B, T, R) each
     assert cos.shape == (B, T, R)
-    q_ref, k_ref = neox_apply_rotary_pos_emb(q, k, cos, sin)
+    q_ref, k_ref = neox.apply_rotary_pos_emb(q, k, cos, sin)
     q_rot, k_rot = RotaryEmbedding(D, rotary_dim=R)(q, k, offset=3)
     torch.testing.assert_close(q_rot, q_ref, atol=1e-6, rtol=0)
     torch.testing.assert_close(k_rot, k_ref, atol=1e-6, rtol=0)
