@@ -50,12 +50,25 @@ def _check_sequence(x: object, name: str, embed_dim: int, length: str) -> torch.
 class _Layer(nn.Module):
     """What both layers build, in ``nn.TransformerEncoderLayer``'s order (the same
     seed draws the same weights): the attention blocks, the feed-forward
-    network, a LayerNorm and a dropout per sublayer."""
+    network, a LayerNorm and a dropout per sublayer. A layer names its
+    attention blocks in ``ATTENTIONS``."""
+
+    ATTENTIONS: tuple[str, ...] = ()
 
     def __init__(
-        self, embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ff_dim: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        device=None,
+        dtype=None,
     ) -> None:
         super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        attentions = self.ATTENTIONS
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.ff_dim = check_positive_int(ff_dim, "ff_dim")
         dropout = check_probability(dropout, "dropout")
@@ -115,22 +128,7 @@ class EncoderLayer(_Layer):
         (torch.Size([2, 10, 64]), torch.Size([2, 4, 10, 10]))
     """
 
-    def __init__(
-        self,
-        embed_dim: int,
-        num_heads: int,
-        ff_dim: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        device=None,
-        dtype=None,
-    ) -> None:
-        factory = {"device": device, "dtype": dtype}
-        attentions = ("self_attn",)
-        super().__init__(
-            embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
-        )
+    ATTENTIONS = ("self_attn",)
 
     def forward(
         self,
@@ -208,22 +206,7 @@ class DecoderLayer(_Layer):
         (torch.Size([2, 5, 64]), torch.Size([2, 4, 5, 5]), torch.Size([2, 4, 5, 7]))
     """
 
-    def __init__(
-        self,
-        embed_dim: int,
-        num_heads: int,
-        ff_dim: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        device=None,
-        dtype=None,
-    ) -> None:
-        factory = {"device": device, "dtype": dtype}
-        attentions = ("self_attn", "cross_attn")
-        super().__init__(
-            embed_dim, num_heads, ff_dim, attentions, dropout, norm_first, factory
-        )
+    ATTENTIONS = ("self_attn", "cross_attn")
 
     def forward(
         self,
