@@ -75,20 +75,20 @@ setup-test: $(TESTS)
 # PDF=1 also prints the PDF editions where Chromium and the test tools are
 # installed (and says it skipped them where not).
 html: $(DOCS)
-	$(PY) tools/build_book.py $(if $(PDF),--pdf auto)
+	$(PY) -m tools.build_book $(if $(PDF),--pdf auto)
 
 # The PDF editions, _build/pdf/mha-book-{zh,en}.pdf: the built site printed by
 # Debian's Chromium (Playwright, a test tool), linked from every page's
 # download menu; fails without /usr/bin/chromium.
 pdf: $(TESTS)
-	$(PY) tools/build_book.py --pdf yes
+	$(PY) -m tools.build_book --pdf yes
 
 # A partial build while writing: every page is read (links are checked), only
 # the pages in P execute; into _build/partial, then served on PORT.
 # e.g. make page P=05-verification   or   make page P="05-verification glossary"
 page: $(DOCS)
 	@test -n "$(P)" || { echo 'name the pages: make page P=05-verification'; exit 1; }
-	$(PY) tools/build_book.py --pages $(P)
+	$(PY) -m tools.build_book --pages $(P)
 	@$(MAKE) --no-print-directory serve SITE=_build/partial/html
 
 # Every test: unit, doctest, build (scratch books), site (the built site), then
@@ -114,8 +114,8 @@ LINTED := mha_book tools tests docs/_ext conf.py
 lint: $(TESTS)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
-	$(PY) tools/format_cells.py --check
-	$(PY) tools/lint_cells.py
+	$(PY) -m tools.format_cells --check
+	$(PY) -m tools.lint_cells
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The five-character Tang poems shipped in mha_book/data/tang5/, derived from
@@ -128,7 +128,7 @@ OPENCC := 1.4.2
 corpus corpus-check: | $(PY)
 	@$(PY) -c 'import opencc, sys; sys.exit(opencc.__version__ != "$(OPENCC)")' 2>/dev/null \
 	  || $(PIP) opencc==$(OPENCC)
-	$(PY) tools/ship_poems.py $(if $(filter corpus-check,$@),--check) \
+	$(PY) -m tools.ship_poems $(if $(filter corpus-check,$@),--check) \
 	  $(if $(TARBALL),--tarball $(TARBALL))
 
 bench: $(DOCS)
@@ -136,7 +136,7 @@ bench: $(DOCS)
 
 # Format the code cells of every page with ruff (88 columns).
 format: $(TESTS)
-	$(PY) tools/format_cells.py
+	$(PY) -m tools.format_cells
 
 # Serve the built site (or a partial build: `make page P=...`) on PORT.
 PORT ?= 8000
@@ -146,7 +146,7 @@ serve:
 	@$(PY) -c "import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', $(PORT)))" 2>/dev/null \
 	  || { echo "port $(PORT) is taken: try 'make serve PORT=8001'"; exit 1; }
 	@echo "serving $(SITE) at http://127.0.0.1:$(PORT)/ (Ctrl-C stops)"
-	$(PY) tools/compressed.py serve $(SITE) $(PORT)
+	$(PY) -m tools.compressed serve $(SITE) $(PORT)
 
 clean:
 	rm -rf _build

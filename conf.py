@@ -41,7 +41,9 @@ extensions = [
     "sphinxcontrib.bibtex",
     "sphinx_togglebutton",
     "sphinx_exercise",
-    "book_build",
+    "book_build",  # how the pages execute: cache, kernels, execution report
+    "book_pages",  # what each HTML page gets: downloads, figures, accessibility
+    "book_search",  # Chinese search that segments the reader's query
     "book_assets",
     "book_progress",
     "sphinx_last_updated_by_git",
@@ -137,8 +139,9 @@ html_context = {
     "book_hreflang": {"zh": "zh-CN", "en": "en"},
     # The whole edition as a PDF (tools/build_pdf.py), offered in every page's
     # download menu only when tools/build_book.py prints it or finds it
-    # printed: a build without Chromium links nothing that is not there.
-    "book_pdf": f"mha-book-{LANG}.pdf" if os.environ.get("MHA_BOOK_PDF") else "",
+    # printed (it then passes the tag: sphinx-build -t pdf): a build without
+    # Chromium links nothing that is not there.
+    "book_pdf": f"mha-book-{LANG}.pdf" if tags.has("pdf") else "",  # noqa: F821
 }
 BUILD_FOOTER = {
     "zh": "构建于 {day}，torch {torch}，mha_book {book}",

@@ -1,6 +1,6 @@
 """Print the built site into one PDF per edition, with the browser the tests drive.
 
-Usage: python tools/build_pdf.py [--site _build/html] [--out _build/pdf] [--langs zh en]
+Usage: python -m tools.build_pdf [--site _build/html] [--out _build/pdf] [--langs zh en]
 
 Writes _build/pdf/mha-book-zh.pdf and _build/pdf/mha-book-en.pdf (and a copy
 of each into its edition, _build/html/<lang>/, where every page's download
@@ -42,7 +42,7 @@ from datetime import date
 from html import escape
 from pathlib import Path
 
-from compressed import CompressedHandler
+from .compressed import CompressedHandler
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
@@ -199,25 +199,54 @@ def print_front_matter(page, lang: str, book: str, toc) -> bytes:
 
 def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
     """Print one edition; write its PDF and its record; return the record."""
-    from pypdf import PdfReader, PdfWriter
-
     page = browser.new_page(locale={"zh": "zh-CN", "en": "en-US"}[lang])
     page.goto(f"{base}/{lang}/index.html", wait_until="load")
     order = page.evaluate(CHAPTERS_JS)
     book = order["book"]
     # The front matter's length depends only on the number of entries: print it
     # once with placeholder numbers to learn where the first chapter starts.
-    front_pages = len(
-        PdfReader(
-            io.BytesIO(
-                print_front_matter(page, lang, book, [("-", 999)] * len(order["pages"]))
-            )
-        ).pages
+    placeholder = [("-", 999)] * len(order["pages"])
+    front_pages = pdf_pages(print_front_matter(page, lang, book, placeholder))
+    chapters, pdfs = print_chapters(page, base, order["pages"], book, front_pages + 1)
+    front = print_front_matter(
+        page, lang, book, [(c["title"], c["first_page"]) for c in chapters]
     )
-    chapters, pdfs, next_page = [], [], front_pages + 1
-    for path in order["pages"]:
+    page.close()
+    if pdf_pages(front) != front_pages:
+        raise RuntimeError(f"[{lang}] the table of contents changed length")
+    target = out / pdf_name(lang)
+    write_book_pdf(target, book, front, front_pages, chapters, pdfs)
+    record = {
+        "lang": lang,
+        "book": book,
+        "pdf": target.name,
+        "pages": front_pages + sum(c["pages"] for c in chapters),
+        "front_pages": front_pages,
+        "chapters": chapters,
+    }
+    (out / f"{lang}.json").write_text(
+        json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
+    shutil.copy2(target, site / lang / target.name)
+    return record
+
+
+def pdf_pages(pdf: bytes) -> int:
+    """How many pages a printed PDF has."""
+    from pypdf import PdfReader
+
+    return len(PdfReader(io.BytesIO(pdf)).pages)
+
+
+def print_chapters(page, base: str, paths, book: str, first_page: int):
+    """Print each chapter, numbering its pages on from ``first_page``.
+
+    Returns the chapters' records and their PDFs.
+    """
+    chapters, pdfs, next_page = [], [], first_page
+    for path in paths:
         pdf, facts = print_chapter(page, base + path, book, next_page)
-        pages = len(PdfReader(io.BytesIO(pdf)).pages)
+        pages = pdf_pages(pdf)
         chapters.append(
             {
                 "doc": Path(path).stem,
@@ -229,12 +258,14 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
         )
         pdfs.append(pdf)
         next_page += pages
-    front = print_front_matter(
-        page, lang, book, [(c["title"], c["first_page"]) for c in chapters]
-    )
-    page.close()
-    if len(PdfReader(io.BytesIO(front)).pages) != front_pages:
-        raise RuntimeError(f"[{lang}] the table of contents changed length")
+    return chapters, pdfs
+
+
+def write_book_pdf(
+    target: Path, book: str, front: bytes, front_pages: int, chapters, pdfs
+):
+    """Join the front matter and the chapters into one PDF with an outline."""
+    from pypdf import PdfWriter
 
     writer = PdfWriter()
     writer.append(io.BytesIO(front))
@@ -244,23 +275,9 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
     link_contents(writer, front_pages, chapters)
     unradical_fonts(writer)
     writer.page_mode = "/UseOutlines"
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / pdf_name(lang)
+    target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as f:
         writer.write(f)
-    record = {
-        "lang": lang,
-        "book": book,
-        "pdf": target.name,
-        "pages": next_page - 1,
-        "front_pages": front_pages,
-        "chapters": chapters,
-    }
-    (out / f"{lang}.json").write_text(
-        json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8"
-    )
-    shutil.copy2(target, site / lang / target.name)
-    return record
 
 
 # --- the text layer: one code point per glyph ------------------------------------

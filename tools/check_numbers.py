@@ -1,6 +1,6 @@
 """Check that both editions print the same numbers.
 
-Usage: python tools/check_numbers.py [BUILD_DIR]   (default _build; exit 1 on a mismatch)
+Usage: python -m tools.check_numbers [BUILD_DIR]   (default _build; exit 1 on a mismatch)
 
 Both editions execute the same code cells, so every number a cell prints and
 every glued value must be the same in zh and en; only the words around them

@@ -1,6 +1,6 @@
 """Gates for what a page shows: teaching cells, and lists of chapters.
 
-Usage: python tools/check_pages.py [DOCS_DIR]   (exit 1 and a list of problems)
+Usage: python -m tools.check_pages [DOCS_DIR]   (exit 1 and a list of problems)
 
 Teaching cells
     A visible code cell shows what a reader would type. ``glue(...)`` is

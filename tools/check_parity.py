@@ -1,6 +1,6 @@
 """Check that the zh and en books have the same pages, code and structure.
 
-Usage: python tools/check_parity.py [DOCS_DIR]   (exit 1 and a list on mismatch)
+Usage: python -m tools.check_parity [DOCS_DIR]   (exit 1 and a list on mismatch)
 
 Prose may differ between languages; nothing else may:
 
@@ -19,9 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from page_model import Page, read_page  # noqa: E402
+from .page_model import Page, read_page
 
 LANGS = ("zh", "en")
 

@@ -1,6 +1,6 @@
 """Gates for the prose: measured numbers come from the execution, zh uses one term per concept.
 
-Usage: python tools/check_prose.py [DOCS_DIR]   (exit 1 and a list of problems)
+Usage: python -m tools.check_prose [DOCS_DIR]   (exit 1 and a list of problems)
 
 Measured numbers
     A number in prose with a unit of measurement (s, ms, %, x/×, 倍, MiB,
@@ -24,9 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from page_model import is_citation, read_page  # noqa: E402
+from .page_model import is_citation, read_page
 
 UNITS = (
     r"ms|µs|μs|ns|s|sec|seconds?|minutes?|mins?|hours?|h|秒钟?|毫秒|微秒|纳秒|分钟|小时"

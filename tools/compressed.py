@@ -9,7 +9,7 @@ the one asked for. So after each build, every text file of the site over
 sends the gzip copy, with ``Content-Encoding``, so a page is measured as a
 reader of a GitHub Pages site receives it.
 
-Usage: python tools/compressed.py serve DIRECTORY PORT
+Usage: python -m tools.compressed serve DIRECTORY PORT
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Format the code cells of every page with ruff (line length 88).
 
-Usage: python tools/format_cells.py [--check] [DOCS_DIR | PAGE.md ...]
+Usage: python -m tools.format_cells [--check] [DOCS_DIR | PAGE.md ...]
 
 Both editions hold identical code cells, and ruff is deterministic, so they
 stay identical. Cell options (``:tags: [...]`` or a ``---`` YAML block) are
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
             print(
                 f"{path}: cells {changed} "
                 + (
-                    "need formatting (python tools/format_cells.py)"
+                    "need formatting (python -m tools.format_cells)"
                     if args.check
                     else "formatted"
                 )

@@ -1,6 +1,6 @@
 """Lint the code cells of every page with ruff, as one program per page.
 
-Usage: python tools/lint_cells.py [DOCS_DIR | PAGE.md ...]
+Usage: python -m tools.lint_cells [DOCS_DIR | PAGE.md ...]
 
 A page's cells run in one kernel, top to bottom, so they are checked as one
 script (a name defined in cell 1 is known in cell 5) with the rules of
@@ -18,9 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from format_cells import (  # noqa: E402
+from .format_cells import (
     CODE_CELL,
     add_pages_argument,
     pages_of,

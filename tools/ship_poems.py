@@ -7,9 +7,9 @@ order of ``<n>`` (the order of the collection) and each file in order. The book
 ships the derived poems as package data and this tool regenerates them, byte for
 byte, from the tarball, whose SHA-512 it checks against npm's record::
 
-    python tools/ship_poems.py            # npm pack chinese-poetry@2.0.1, write the data
-    python tools/ship_poems.py --check    # regenerate and compare, write nothing
-    python tools/ship_poems.py --tarball chinese-poetry-2.0.1.tgz   # offline
+    python -m tools.ship_poems            # npm pack chinese-poetry@2.0.1, write the data
+    python -m tools.ship_poems --check    # regenerate and compare, write nothing
+    python -m tools.ship_poems --tarball chinese-poetry-2.0.1.tgz   # offline
 
 It needs npm (unless given ``--tarball``) and OpenCC 1.4.2
 (``pip install opencc==1.4.2``; ``make corpus`` installs it). The book itself
@@ -41,7 +41,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from derived_files import write_or_check
+from .derived_files import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "mha_book" / "data" / "tang5"
@@ -183,13 +183,11 @@ def derive(tarball: Path) -> dict[str, bytes]:
     }
 
 
-def source_md(files: list[str], s: dict[str, int]) -> str:
-    """SOURCE.md: where the poems come from, how they were chosen, the counts."""
-    first, last = (Path(f).name for f in (files[0], files[-1]))
-    return f"""\
+# SOURCE.md, filled in by source_md (a format string: {name} is a value).
+SOURCE_MD = """\
 # Five-character Tang poems
 
-`poems.txt.xz`: {s["poems"]:,} poems of the Complete Tang Poems (全唐诗) in
+`poems.txt.xz`: {poems:,} poems of the Complete Tang Poems (全唐诗) in
 simplified characters, one poem per line (UTF-8, `\\n` after every line), e.g.
 `床前看月光，疑是地上霜。举头望山月，低头思故乡。`. Written by
 `tools/ship_poems.py` (`make corpus`), which regenerates every file here byte
@@ -203,7 +201,7 @@ uncompressed text and the counts, and the tests check them.
 - Tarball: <{TARBALL_URL}>
 - Integrity (`npm view {PACKAGE}@{VERSION} dist.integrity`), checked by the tool:
   `{INTEGRITY}`
-- Files: the {len(files)} files `package/dist/quantangshi/poet.tang.<n>.json`,
+- Files: the {files} files `package/dist/quantangshi/poet.tang.<n>.json`,
   `{first}` to `{last}` (traditional characters), in the order
   of `<n>`, each file in order; a poem's text is its `paragraphs`.
 
@@ -220,19 +218,36 @@ uncompressed text and the counts, and the tests check them.
 
 | | poems |
 |---|---:|
-| read from the {len(files)} files | {s["read"]:,} |
-| in the form of rule 1 | {s["kept"]:,} |
-| dropped: five a line, not all ideographs (□ for a lost character, ●, private use) | {s["symbol"]:,} |
-| dropped: in the form once bracketed notes like （一作「叉」） or [七] are removed | {s["note"]:,} |
-| dropped: out of form after conversion | {s["unformed"]:,} |
-| duplicates removed after conversion | {s["duplicates"]:,} |
-| **shipped** | **{s["poems"]:,}** |
-| of which quatrains (4 lines) | {s["four_line"]:,} |
-| of which regulated verse (8 lines) | {s["eight_line"]:,} |
+| read from the {files} files | {read:,} |
+| in the form of rule 1 | {kept:,} |
+| dropped: five a line, not all ideographs (□ for a lost character, ●, private use) | {symbol:,} |
+| dropped: in the form once bracketed notes like （一作「叉」） or [七] are removed | {note:,} |
+| dropped: out of form after conversion | {unformed:,} |
+| duplicates removed after conversion | {duplicates:,} |
+| **shipped** | **{poems:,}** |
+| of which quatrains (4 lines) | {four_line:,} |
+| of which regulated verse (8 lines) | {eight_line:,} |
 
-Characters: {s["characters"]:,} (with the punctuation, without newlines), of
-{s["distinct"]:,} distinct ideographs besides `，` and `。`.
+Characters: {characters:,} (with the punctuation, without newlines), of
+{distinct:,} distinct ideographs besides `，` and `。`.
 """
+
+
+def source_md(files: list[str], s: dict[str, int]) -> str:
+    """SOURCE.md: where the poems come from, how they were chosen, the counts."""
+    first, last = (Path(f).name for f in (files[0], files[-1]))
+    return SOURCE_MD.format(
+        **s,
+        files=len(files),
+        first=first,
+        last=last,
+        PACKAGE=PACKAGE,
+        VERSION=VERSION,
+        TARBALL_URL=TARBALL_URL,
+        INTEGRITY=INTEGRITY,
+        OPENCC_VERSION=OPENCC_VERSION,
+        OPENCC_CONFIG=OPENCC_CONFIG,
+    )
 
 
 def npm_pack(folder: Path) -> Path:

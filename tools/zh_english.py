@@ -1,6 +1,6 @@
 """English meant for reading on the zh edition's built pages.
 
-Usage: python tools/zh_english.py [SITE]   (SITE: a built site, default _build/html;
+Usage: python -m tools.zh_english [SITE]   (SITE: a built site, default _build/html;
 one line per English string found in SITE/zh, exit 1 when there is one)
 
 The zh prose is checked before the build (``tools/check_prose.py``); what the

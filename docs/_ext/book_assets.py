@@ -353,40 +353,52 @@ def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
     for page in sorted(outdir.rglob("*.html")):
         html = page.read_text(encoding="utf-8")
         region = CSS_REGION.search(html)
-        if not region:
-            continue
-        inner = region.group(1)
-        listed = CSS_SOURCES.search(inner)
-        if listed:
-            sources = listed.group(1).split()
-        else:
-            sources = [
-                os.path.normpath(page.parent.relative_to(outdir) / href).replace(
-                    os.sep, "/"
-                )
-                for href in STYLESHEET.findall(inner)
-            ]
-        if not sources:
+        sources = page_stylesheets(page, outdir, region.group(1)) if region else []
+        if not region or not sources:
             continue
         key = tuple(sources)
         if key not in texts:
             texts[key] = "\n".join(
                 css_for_bundle(outdir / src, static) for src in sources
             )
-        text = texts[key]
-        katex = any(src.endswith("katex.min.css") for src in sources)
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        name = f"book-{'katex-' if katex else ''}{digest}.css"
+        name = bundle_name(texts[key], sources)
         bundles[name] = list(sources)
         href = Path(os.path.relpath(static / name, page.parent)).as_posix()
         link = (
             f"<!-- book-css-sources: {' '.join(sources)} -->\n"
             f'<link rel="stylesheet" href="{href}" />\n'
         )
-        rest = STYLESHEET.sub("", CSS_SOURCES.sub("", inner))
+        rest = STYLESHEET.sub("", CSS_SOURCES.sub("", region.group(1)))
         new = CSS_START + link + rest + CSS_END
         if new != region.group(0):
             page.write_text(html.replace(region.group(0), new, 1), encoding="utf-8")
+    write_bundles(static, bundles, texts)
+    return bundles
+
+
+def page_stylesheets(page: Path, outdir: Path, region: str) -> list[str]:
+    """The stylesheets a page links (paths in ``outdir``), in order.
+
+    A page bundled before lists its sources in a comment; else its links.
+    """
+    listed = CSS_SOURCES.search(region)
+    if listed:
+        return listed.group(1).split()
+    return [
+        os.path.normpath(page.parent.relative_to(outdir) / href).replace(os.sep, "/")
+        for href in STYLESHEET.findall(region)
+    ]
+
+
+def bundle_name(text: str, sources: list[str]) -> str:
+    """``book-<digest>.css``, or ``book-katex-<digest>.css`` with KaTeX's in it."""
+    katex = any(src.endswith("katex.min.css") for src in sources)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"book-{'katex-' if katex else ''}{digest}.css"
+
+
+def write_bundles(static: Path, bundles: dict[str, list[str]], texts) -> None:
+    """Write the bundles that changed; remove those no page links any more."""
     for name, sources in bundles.items():
         text = texts[tuple(sources)]
         target = static / name
@@ -396,7 +408,6 @@ def bundle_stylesheets(outdir: Path) -> dict[str, list[str]]:
         css = old.name.split(".css")[0] + ".css"
         if BUNDLE_NAME.fullmatch(css) and css not in bundles:
             old.unlink()
-    return bundles
 
 
 def _restore_assets(app):

@@ -7,13 +7,11 @@ both guards the real site and is shown to catch a deliberately broken copy.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 # The PDF tool drives the same Chromium over the same local server.
-from build_pdf import CHROMIUM_ARGS, serve  # noqa: E402, F401
+from tools.build_pdf import CHROMIUM_ARGS, serve  # noqa: F401
 
 CHROMIUM = Path("/usr/bin/chromium")
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}

@@ -6,14 +6,10 @@ browser of its own.
 """
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 # MHA_BOOK_SITE checks a site built elsewhere (tools/build_book.py --build-dir DIR: DIR/html).
@@ -24,7 +20,6 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 def rebundle(site: Path) -> None:
     """Join each page's stylesheets into its one file again, as the build does
     (docs/_ext/book_assets.py), after a test has changed a stylesheet."""
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
     from book_assets import bundle_stylesheets
 
     for edition in ("zh", "en"):

@@ -1,6 +1,7 @@
 """Print how large each figure's smallest text is shown on a phone.
 
-Usage: python tests/e2e/figure_report.py [SITE] [--lang zh|en] [PAGE.html ...]
+Usage (from the repository root, which holds the tools package):
+    PYTHONPATH=. python tests/e2e/figure_report.py [SITE] [--lang zh|en] [PAGE.html ...]
 
 SITE defaults to _build/html (a `tools/build_book.py --build-dir DIR` build
 is at DIR/html). A figure passes at >= 11 CSS px (MIN_TEXT_CSS_PX) in a 390 px viewport; the
@@ -12,9 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from browser import (  # noqa: E402
+from browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     MIN_TEXT_CSS_PX,

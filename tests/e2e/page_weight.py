@@ -1,6 +1,7 @@
 """What a reader's first visit to each page costs: bytes transferred and time to load.
 
-Usage: python tests/e2e/page_weight.py [SITE] [--lang zh|en] [--json OUT] [--throttle]
+Usage (from the repository root, which holds the tools package):
+    PYTHONPATH=. python tests/e2e/page_weight.py [SITE] [--lang zh|en] [--json OUT] [--throttle]
                                         [PAGE.html ...]
 
 Each page is loaded in a fresh browser context (a cold cache) from the local
@@ -32,9 +33,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve, site_pages, watch  # noqa: E402
+from browser import CHROMIUM, CHROMIUM_ARGS, PHONE, serve, site_pages, watch
 
 ROOT = Path(__file__).resolve().parents[2]
 # Written by the browser test, read by tools/build_book.py for the build report.

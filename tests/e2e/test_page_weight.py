@@ -9,11 +9,10 @@ import datetime
 import re
 import shutil
 import statistics
-import sys
 
 import pytest
 from browser import MATH_JS, math_problems, serve, site_pages
-from conftest import ROOT, SITE, rebundle
+from conftest import SITE, rebundle
 from page_weight import (
     ARTICLE_IMAGES_JS,
     content_width,
@@ -120,8 +119,7 @@ def measurements():
     for r in ordered.values():
         r.pop("inspected", None)
     print("\n" + table(ordered))
-    sys.path.insert(0, str(ROOT / "tools"))
-    from build_book import publish_page_weight, site_fingerprint
+    from tools.build.page_weight import publish_page_weight, site_fingerprint
 
     publish_page_weight(
         SITE.parent,

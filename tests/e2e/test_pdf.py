@@ -134,10 +134,7 @@ BROKEN_PRINT_CSS = """@media print { html body article.bd-article div.highlight 
 
 def test_the_code_check_catches_lines_cut_by_a_broken_print_css(chromium, site_url):
     """The same page printed with code that does not wrap: lines are cut."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import build_pdf
+    from tools import build_pdf
 
     chapter = "10-decoder-char-lm"
     page = chromium.new_page()

@@ -1,0 +1,247 @@
+"""The build fails clearly, or stops, when an edition dies, hangs or is interrupted,
+and its tools never delete what they did not make."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from scratch_book import build, cell, executed, write_book
+
+
+def hanging_book(scratch: Path) -> Path:
+    """A page whose cell records its kernel's pid and then hangs; return the pid file."""
+    pid_file = scratch / "kernel.pid"
+    write_book(
+        scratch,
+        cell(
+            "import os, time\n"
+            f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+            "time.sleep(600)"
+        ),
+    )
+    return pid_file
+
+
+def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
+    # Only the zh edition's Sphinx process is killed (by its own notebook kernel).
+    killer = cell(
+        "import os, signal\n"
+        "if os.environ['MHA_BOOK_LANG'] == 'zh':\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "print('alive')"
+    )
+    result = build(scratch, killer, langs=("zh", "en"))
+    assert result.returncode != 0
+    assert "[zh] build FAILED: killed by signal SIGKILL" in result.stdout
+    assert "[en] build FAILED" not in result.stdout
+    assert "build succeeded" not in result.stdout
+    assert not (scratch / "_build/html/build-report.html").exists()
+    assert not (scratch / "_build/html/index.html").exists()
+
+
+def test_a_hung_edition_is_stopped_at_its_limit_with_its_kernel(scratch):
+    pid_file = hanging_book(scratch)
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.build_book", "--langs", "zh", "--timeout", "12"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "[zh] build FAILED: exceeded the 12 s limit" in result.stdout
+    assert time.monotonic() - started < 120
+    kernel = int(pid_file.read_text())
+    time.sleep(1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(kernel, 0)  # the kernel went with its edition: no orphan
+
+
+def test_sigterm_stops_the_build_and_its_kernels(scratch):
+    pid_file = hanging_book(scratch)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tools.build_book", "--langs", "zh"],
+        cwd=scratch,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    for _ in range(600):  # wait until the kernel runs the cell
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.2)
+    kernel = int(pid_file.read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "build INTERRUPTED" in out
+    time.sleep(1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(kernel, 0)
+
+
+def test_clean_refuses_a_folder_the_build_did_not_make(scratch, tmp_path):
+    foreign = tmp_path / "precious"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me", encoding="utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.build_book",
+            "--clean",
+            "--build-dir",
+            str(foreign),
+        ],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "refusing to clean" in result.stdout and str(foreign) in result.stdout
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratch):
+    first = build(scratch, cell("print(1)"))
+    assert first.returncode == 0, first.stdout
+    stale = scratch / "_build" / "exec" / "zh.json"
+    report = json.loads(stale.read_text(encoding="utf-8"))
+    report["a-page-of-an-old-build"] = dict(report["index"])
+    stale.write_text(json.dumps(report), encoding="utf-8")
+    (scratch / "_build" / "leftover.txt").write_text("old", encoding="utf-8")
+    broken = build(scratch, cell("raise RuntimeError('broken')"))
+    assert broken.returncode != 0
+    assert "a-page-of-an-old-build" not in broken.stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.build_book", "--clean", "--langs", "zh"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert not (scratch / "_build" / "leftover.txt").exists()
+    assert "refusing" not in result.stdout
+
+
+def test_the_katex_copy_is_keyed_on_the_katex_version(tmp_path, monkeypatch):
+    import importlib
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("MHA_BOOK_BUILD_DIR", str(tmp_path))
+    monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
+    import book_build
+    import book_math
+
+    importlib.reload(book_build)  # BUILD follows MHA_BOOK_BUILD_DIR
+    version = book_math.katex_version()
+    first = Path(book_math.katex_static_dir())
+    assert first == tmp_path / "static_katex" / version
+    css = (first / "katex" / "katex.min.css").read_text()
+    fonts = {f.name for f in (first / "katex" / "fonts").iterdir()}
+    named = set(re.findall(r"url\(fonts/([^)]+)\)", css))
+    assert named and named == fonts  # every font it names is there, and only WOFF2
+    assert all(name.endswith(".woff2") for name in named)
+
+    monkeypatch.setattr(book_math, "katex_version", lambda: "99.0")
+    second = Path(book_math.katex_static_dir())
+    assert second == tmp_path / "static_katex" / "99.0"
+    assert (second / "katex" / "katex.min.css").is_file()
+
+
+def test_a_missing_katex_says_how_to_install_it(tmp_path, monkeypatch):
+    import importlib
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
+    import book_math
+
+    book_math = importlib.reload(book_math)
+    monkeypatch.setattr(book_math, "KATEX_PACKAGE", tmp_path / "katex")
+    with pytest.raises(RuntimeError, match=r"make html.*package-lock\.json"):
+        book_math.katex_static_dir()
+
+
+def test_a_second_build_in_the_same_folder_is_refused(scratch):
+    import fcntl
+
+    lock_path = scratch / "_build" / ".lock"
+    lock_path.parent.mkdir(parents=True)
+    with open(lock_path, "a+") as held:  # as a running build holds it
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242")
+        held.flush()
+        result = build(scratch, cell("print(1)"))
+    assert result.returncode != 0
+    assert "another build (pid 4242) is using" in result.stdout
+    assert build(scratch, cell("print(1)")).returncode == 0  # free again
+
+
+def test_caches_of_other_digests_survive_and_only_old_ones_are_pruned(scratch):
+    caches = scratch / "_build" / "jupyter_cache"
+    caches.mkdir(parents=True)
+    now = time.time()
+    for age, digest in enumerate(["aaaa", "bbbb", "cccc", "dddd"], start=1):
+        old = caches / f"zh-{digest}"
+        old.mkdir()
+        os.utime(old, (now - 3600 * age, now - 3600 * age))
+    result = build(scratch, cell("print(1)"))
+    assert result.returncode == 0, result.stdout
+    kept = sorted(p.name for p in caches.glob("zh-*"))
+    # this build's cache and the two most recently used others (CACHES_KEPT = 3)
+    assert len(kept) == 3 and "zh-aaaa" in kept and "zh-bbbb" in kept
+    assert not (caches / "zh-dddd").exists()
+
+
+def _corrupt(kind: str, cache: Path) -> None:
+    if kind == "damaged database":
+        (cache / "global.db").write_bytes(b"this is not an sqlite database" * 100)
+        return
+    [notebook] = cache.glob("executed/*/base.ipynb")
+    if kind == "truncated notebook":
+        notebook.write_text(notebook.read_text(encoding="utf8")[:100], encoding="utf8")
+    else:  # a record whose file is gone
+        import shutil
+
+        shutil.rmtree(notebook.parent)
+
+
+@pytest.mark.parametrize(
+    "kind", ["truncated notebook", "missing notebook", "damaged database"]
+)
+def test_a_corrupt_cache_heals_with_a_warning(scratch, kind):
+
+    first = build(scratch, cell("print(6 * 7)"))
+    assert first.returncode == 0, first.stdout
+    [cache] = (scratch / "_build" / "jupyter_cache").glob("zh-*")
+    _corrupt(kind, cache)
+    # New prose makes Sphinx read the page again, so it consults the cache.
+    again = build(scratch, "Some new prose.\n\n", cell("print(6 * 7)"))
+    assert again.returncode == 0, again.stdout
+    assert "WARNING (healed):" in again.stdout
+    assert executed(scratch), "the page whose cache entry was broken did not run again"
+    assert "42" in (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
+
+
+def test_kernels_talk_over_unix_sockets_in_a_folder_removed_after_the_build(
+    clean_book,
+):
+    # Unix sockets named after the kernel cannot race for a TCP port with the
+    # other edition's kernels; the folder holding them goes with the build.
+    repo, result = clean_book  # its second cell prints TRANSPORT_PROBE
+    assert result.returncode == 0, result.stdout
+    for lang in ("zh", "en"):
+        page = (repo / f"_build/html/{lang}/index.html").read_text(encoding="utf-8")
+        line = page[page.rindex("transport: ") :].split("<", 1)[0]  # the output
+        transport, sockets = line.strip().removeprefix("transport: ").split(" | ")
+        assert transport == "ipc", line
+        assert f"/mha-{lang}-" in sockets  # the edition's own runtime folder
+        assert not Path(sockets).parent.exists(), "runtime folder left behind"

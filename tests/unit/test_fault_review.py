@@ -1,0 +1,66 @@
+"""The fixed catalogue of bad inputs (tools/fault_review/) ends without a defect."""
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tools import fault_review
+from tools.fault_review import DEFECTS, Api, run_all, run_case
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return run_all()
+
+
+def test_no_input_of_the_catalogue_ends_in_a_defect(outcomes):
+    defects = [
+        f"{o.kind}: {o.api}({o.arg}={o.variant}) {o.detail}"
+        for o in outcomes
+        if o.kind in DEFECTS
+    ]
+    assert not defects, "\n".join(defects)
+
+
+def test_the_catalogue_reaches_every_entry_point_and_its_checks(outcomes):
+    apis = {api.name for api in fault_review.catalogue()} | {"load_checkpoint"}
+    named = Counter(o.api for o in outcomes if o.kind == "named error")
+    assert set(named) == apis  # every entry point refused some bad input by name
+    assert len(outcomes) > 700
+
+
+# --- the classifier itself can fail ---
+
+
+def _outcome(func, value=1.0):
+    return run_case(Api("probe", func, lambda: {"x": 1.0}), "x", "probe", value)
+
+
+def test_the_classifier_reports_each_kind_of_defect():
+    def index_error(x):
+        return [][1]
+
+    def unnamed(x):
+        raise ValueError("something is wrong")
+
+    def nan_result(x):
+        import torch
+
+        return torch.tensor([x]) * math.nan
+
+    def named(x):
+        raise TypeError(f"x must be a str, got {type(x).__name__}")
+
+    assert _outcome(index_error).kind == "other exception"
+    assert _outcome(unnamed).kind == "unnamed error"
+    assert _outcome(nan_result).kind == "NaN from finite input"
+    assert _outcome(nan_result, math.inf).kind == "NaN from non-finite input"
+    assert _outcome(named).kind == "named error"
+    # "x" inside another word is not the argument's name
+    assert _outcome(lambda x: (_ for _ in ()).throw(ValueError("max_x bad"))).kind == (
+        "unnamed error"
+    )

@@ -1,0 +1,133 @@
+"""The page gates (tools/check_pages.py): no glue in a visible cell, and every
+list of chapters links every chapter it claims. Each passes on the real book
+and fails on a broken copy. Also: the build report shows no empty section."""
+
+from pathlib import Path
+
+from tools.check_pages import chapter_list_problems, glue_problems, page_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DOCS = ROOT / "docs"
+
+
+def write(tmp_path: Path, pages: dict[str, str]) -> Path:
+    for lang in ("zh", "en"):
+        (tmp_path / lang).mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            (tmp_path / lang / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_book_passes():
+    assert page_problems(DOCS) == []
+
+
+def test_the_book_has_no_visible_glue_and_marks_its_chapter_lists():
+    # The gates have something to check in the real book.
+    for lang in ("zh", "en"):
+        text = {
+            p.name: p.read_text(encoding="utf-8") for p in (DOCS / lang).glob("*.md")
+        }
+        assert sum(t.count("glue(") for t in text.values()) > 100
+        for page in ("index.md", "08-best-practices.md", "09-summary.md"):
+            assert "% chapters: 10-" in text[page], (lang, page)
+
+
+def test_visible_glue_is_caught(tmp_path):
+    visible = "```{code-cell} ipython3\nx = 2\nglue('x', x, display=False)\n```\n"
+    collapsed = "```{code-cell} ipython3\n:tags: [hide-input]\nglue('x', 2)\n```\n"
+    removed = "```{code-cell} ipython3\n:tags: [remove-cell]\nglue('x', 2)\n```\n"
+    docs = write(tmp_path, {"a.md": visible + collapsed + removed})
+    problems = glue_problems(docs)
+    assert len(problems) == 4  # two cells in each edition
+    assert all("a visible code cell calls glue(" in p for p in problems)
+    assert ":1:" in problems[0] and ":5:" in problems[1]
+
+
+def test_a_chapter_list_missing_a_chapter_is_caught(tmp_path):
+    pages = {f"{n}-c.md": "# C\n" for n in ("01", "02", "03", "04")}
+    pages["index.md"] = "% chapters: 02-\n- [b](02-c.md)\n- [c](03-c.md)\n"
+    problems = chapter_list_problems(write(tmp_path, pages))
+    assert problems == [
+        f"{lang}/index.md:2: the list marked 'chapters: 02-' does not link chapter(s) 04"
+        for lang in ("zh", "en")
+    ]
+    pages["index.md"] = (
+        "% chapters: 02-\n- [b](02-c.md)\n- [c](03-c.md)\n- [d](04-c.md)\n"
+    )
+    assert chapter_list_problems(write(tmp_path, pages)) == []
+
+
+def test_a_closed_range_and_an_unmarked_list(tmp_path):
+    pages = {f"{n}-c.md": "# C\n" for n in ("01", "02", "03", "04", "05")}
+    four = "".join(f"- [x]({n}-c.md)\n" for n in ("01", "02", "03", "04"))
+    pages["index.md"] = "% chapters: 01-03\n- [a](01-c.md)\n- [c](03-c.md)\n\n" + four
+    problems = chapter_list_problems(write(tmp_path, pages))
+    assert problems[0] == (
+        "zh/index.md:2: the list marked 'chapters: 01-03' does not link chapter(s) 02"
+    )
+    assert "zh/index.md:5: this block links 4 chapters: mark it" in problems[1]
+    assert len(problems) == 4
+
+
+def test_a_chapter_list_inside_a_code_fence_is_not_prose(tmp_path):
+    pages = {f"{n}-c.md": "# C\n" for n in ("01", "02", "03", "04")}
+    four = "".join(f"[x]({n}-c.md)\n" for n in ("01", "02", "03", "04"))
+    pages["index.md"] = "```text\n" + four + "```\n\n:::{note}\n" + four + ":::\n"
+    problems = chapter_list_problems(write(tmp_path, pages))
+    # the code block is not a list; the note's body is prose and is checked
+    assert [p.split(":")[1] for p in problems] == ["8", "8"]
+
+
+def test_the_build_report_shows_no_empty_page_weight_section(tmp_path):
+    from tools.build.page_weight import PAGE_WEIGHT, page_weight_section
+
+    unmeasured = page_weight_section(tmp_path)
+    assert "Page weight" not in unmeasured and "<p>" not in unmeasured
+    (tmp_path / PAGE_WEIGHT).write_text("{not json", encoding="utf-8")
+    assert "<p>" not in page_weight_section(tmp_path)  # heals: measure again
+
+
+def test_the_page_weight_table_is_shown_only_for_the_build_it_measured(tmp_path):
+    import json
+
+    from tools.build.page_weight import (
+        PAGE_WEIGHT,
+        page_weight_section,
+        site_fingerprint,
+    )
+
+    site = tmp_path / "html"
+    site.mkdir()
+    (site / "index.html").write_text("<p>one</p>", encoding="utf-8")
+    row = {
+        "bytes": 2048,
+        "by_kind": {"image": 0},
+        "requests": 3,
+        "blocking_ms": 7,
+        "lcp_ms": 900,
+        "load_ms": 1200,
+        "math_css": False,
+    }
+    data = {
+        "budget": {
+            "bytes": 1024,
+            "image_bytes": 1024,
+            "blocking_ms": 300,
+            "load_ms": 1,
+            "lcp_ms": 1,
+        },
+        "measured": "2026-12-04T20:00:00",
+        "site": site_fingerprint(site),
+        "summary": {},
+        "pages": {"en/index.html": row},
+    }
+    (tmp_path / PAGE_WEIGHT).write_text(json.dumps(data), encoding="utf-8")
+    fresh = page_weight_section(tmp_path)
+    assert "en/index.html" in fresh and "on this build" in fresh
+    assert "2026-12-04T20:00:00" in fresh
+    (site / "index.html").write_text("<p>two</p>", encoding="utf-8")  # a new build
+    stale = page_weight_section(tmp_path)
+    assert "en/index.html" not in stale
+    assert "another build" in stale and "2026-12-04T20:00:00" in stale

@@ -1,0 +1,53 @@
+"""tools/build_book.py --pdf: the PDF step is optional, and says when it skips."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tools import build_pdf
+from tools.build.cache import prune_caches
+from tools.build.common import BuildFailed
+from tools.build.pdf import pdf_wanted
+
+
+def test_without_chromium_auto_skips_saying_so_and_yes_fails(monkeypatch, capsys):
+    monkeypatch.setattr(build_pdf, "CHROMIUM", Path("/nonexistent/chromium"))
+    assert pdf_wanted("auto", partial=False) is False
+    out = capsys.readouterr().out
+    assert out.startswith("PDF skipped: no /nonexistent/chromium")
+    with pytest.raises(BuildFailed, match="cannot print the PDF editions"):
+        pdf_wanted("yes", partial=False)
+    assert pdf_wanted("no", partial=False) is False
+    assert capsys.readouterr().out == ""
+
+
+def test_a_partial_build_prints_no_pdf(capsys):
+    assert pdf_wanted("yes", partial=True) is False
+    assert "PDF skipped: a partial build" in capsys.readouterr().out
+
+
+def test_the_running_header_is_a_css_string():
+    css = build_pdf.page_css('a "b" \\c', "第 5 章", 12)
+    assert 'content: "a \\"b\\" \\\\c"' in css
+    assert "counter-increment: page 12" in css
+
+
+def test_pruning_keeps_the_newest_results_of_each_kind(tmp_path):
+    store = tmp_path / "artifacts"
+    store.mkdir()
+    for age, name in enumerate(["train-a", "poems-a", "train-b", "train-c", "train-d"]):
+        (store / f"{name}.pt").write_text(name)
+        (store / f"{name}.lock").touch()
+        os.utime(store / f"{name}.pt", (1000 - age, 1000 - age))  # a is newest
+    removed = prune_caches(tmp_path, langs=(), keep=2)
+    assert sorted(p.name for p in removed) == ["train-c.pt", "train-d.pt"]
+    kept = sorted(p.name for p in store.iterdir())
+    assert kept == [
+        "poems-a.lock",
+        "poems-a.pt",
+        "train-a.lock",
+        "train-a.pt",
+        "train-b.lock",
+        "train-b.pt",
+    ]

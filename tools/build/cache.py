@@ -1,0 +1,105 @@
+"""The build folder: its lock, the mark that makes it the build's own, clean
+and prune.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+from .common import LANGS
+
+# Execution caches kept per language (one per package digest), most recently
+# used first; older ones are pruned after a successful build.
+CACHES_KEPT = 3
+
+
+def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
+    """Delete all but the ``keep`` most recently used caches of each language,
+    and all but the ``keep`` newest stored results of each kind
+    (mha_book.lm.artifacts names them ``<kind>-<digest>.pt``)."""
+    removed = []
+    stored = sorted(
+        (build / "artifacts").glob("*.pt"),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    seen: dict[str, int] = {}
+    for old in stored:
+        kind = old.stem.rsplit("-", 1)[0]
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] > keep:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".lock").unlink(missing_ok=True)
+            removed.append(old)
+    for lang in langs:
+        caches = sorted(
+            (build / "jupyter_cache").glob(f"{lang}-*"),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for old in caches[keep:]:
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
+@contextlib.contextmanager
+def build_lock(build: Path):
+    """Hold the build folder's lock; raise BuildBusy if another build holds it."""
+    import fcntl
+
+    build.mkdir(parents=True, exist_ok=True)
+    with open(build / ".lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise BuildBusy(lock.read().strip() or "?") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
+class BuildBusy(Exception):
+    """Another build holds the build folder (the argument is its pid)."""
+
+
+# The build marks the folders it creates; --clean deletes nothing else.
+BUILD_MARKER = ".mha_book_build"
+
+
+def claim(build: Path) -> None:
+    """Create the build folder (if needed) and mark it as the build's own."""
+    build.mkdir(parents=True, exist_ok=True)
+    (build / BUILD_MARKER).touch()
+
+
+def clean(build: Path, check_only: bool = False) -> str | None:
+    """Empty a build folder this script made; return why not, if it refuses.
+
+    The folder itself and its lock stay (a waiting build may hold the lock).
+    """
+    if not build.exists():
+        return None
+    if not build.is_dir():
+        return f"refusing to clean {build}: not a folder"
+    owned = (build / BUILD_MARKER).exists()
+    if not owned and any(p.name != ".lock" for p in build.iterdir()):
+        return (
+            f"refusing to clean {build}: it holds files and was not made by "
+            f"tools/build_book.py (no {BUILD_MARKER} in it)"
+        )
+    if not check_only:
+        for item in build.iterdir():
+            if item.name == ".lock":
+                continue
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
+    return None

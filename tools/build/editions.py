@@ -1,0 +1,282 @@
+"""The two Sphinx processes, one per edition, and their notebook kernels.
+
+Each edition runs in its own process group with its own environment
+(:func:`build_env`): the wall-clock limit, Ctrl-C and SIGTERM stop its
+kernels too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .common import FULL_BUILD, LANGS, ROOT
+
+
+def sphinx_command(
+    srcdir: Path, outdir: Path, doctrees: Path, offer_pdf: bool = False
+) -> list[str]:
+    """The strict Sphinx build of one edition (``-W``: a warning fails it).
+
+    ``offer_pdf`` sets the tag ``pdf``: conf.py then links the edition's PDF
+    from every page's download menu.
+    """
+    return [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-c",
+        str(ROOT),
+        "-W",
+        "--keep-going",
+        "-q",
+        # Plain text: the output is read through a pipe, prefixed per edition
+        # and matched by the tests, even where FORCE_COLOR is set (as in CI).
+        "--no-color",
+        *(["-t", "pdf"] if offer_pdf else []),
+        "-d",
+        str(doctrees),
+        str(srcdir),
+        str(outdir),
+    ]
+
+
+def build_env(lang: str, build: Path, pages: list[str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MHA_BOOK_LANG"] = lang
+    env["MHA_BOOK_BUILD_DIR"] = str(build)
+    # Expensive deterministic results (chapter 10's training) are stored here,
+    # so the two editions and later builds compute each one once.
+    env["MHA_BOOK_ARTIFACTS"] = str(build / "artifacts")
+    if pages:
+        # A partial build executes only these pages, and shares the full
+        # build's executed notebooks and stored results (keyed by digest).
+        env["MHA_BOOK_PAGES"] = ",".join(pages)
+        # (Several partial builds at once: give each its own MHA_BOOK_EXEC_CACHE.)
+        env.setdefault("MHA_BOOK_EXEC_CACHE", str(FULL_BUILD / "jupyter_cache"))
+        env["MHA_BOOK_ARTIFACTS"] = str(FULL_BUILD / "artifacts")
+    # Two builds run at once on two cores: one thread each for torch/BLAS.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("MKL_NUM_THREADS", "1")
+    env["PYTHONHASHSEED"] = "0"
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["IPYTHONDIR"] = str(kernel_profile(build))
+    return env
+
+
+# Every kernel starts with this, from the IPython folder the build owns (so a
+# reader's own ~/.ipython settings cannot change what a page prints): a cell
+# meant to raise shows its own line and the error, not PyTorch's internals.
+KERNEL_STARTUP = "from mha_book.book import short_tracebacks\n\nshort_tracebacks()\n"
+
+
+def kernel_profile(build: Path) -> Path:
+    """The IPython folder of the build's kernels, with its startup file written."""
+    folder = build / "ipython"
+    startup = folder / "profile_default" / "startup" / "00-book.py"
+    if not startup.exists() or startup.read_text(encoding="utf-8") != KERNEL_STARTUP:
+        startup.parent.mkdir(parents=True, exist_ok=True)
+        startup.write_text(KERNEL_STARTUP, encoding="utf-8")
+    return folder
+
+
+# Each edition gets this many seconds in all (override with the environment
+# variable or --timeout); after that its whole process group is stopped.
+EDITION_TIMEOUT_ENV = "MHA_BOOK_EDITION_TIMEOUT"
+DEFAULT_EDITION_TIMEOUT = 1800
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop a process and everything it started (its kernels): TERM, then KILL.
+
+    jupyter_client starts each kernel in a session of its own, outside the
+    edition's process group, so the kernels are found as descendants too.
+    """
+    import psutil  # installed with ipykernel
+
+    try:
+        kernels = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        kernels = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for child in kernels:
+            try:
+                child.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+            psutil.wait_procs(kernels, timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def failure_reason(code: int | None, timed_out: bool, limit: float) -> str | None:
+    """Why an edition failed, in words; None if it succeeded."""
+    if timed_out:
+        return f"exceeded the {limit:.0f} s limit ({EDITION_TIMEOUT_ENV}); stopped"
+    if code is None or code == 0:
+        return None
+    if code < 0:
+        return f"killed by signal {signal.Signals(-code).name}"
+    return f"exit {code}"
+
+
+def run_builds(
+    docs: Path,
+    build: Path,
+    langs=LANGS,
+    timeout: float | None = None,
+    pages: list[str] | None = None,
+    offer_pdf: bool = False,
+) -> int:
+    """Run one Sphinx build per language in parallel; stream prefixed output.
+
+    Returns 0 only if every edition exited 0. Each edition runs in its own
+    process group, so a timeout, Ctrl-C or SIGTERM stops its kernels as well.
+    """
+    limit = timeout or float(
+        os.environ.get(EDITION_TIMEOUT_ENV, DEFAULT_EDITION_TIMEOUT)
+    )
+    # The kernels' connection files and Unix sockets (book_build.py chooses
+    # the transport) go to a short folder of each edition's own, removed
+    # afterwards even when a kernel was killed before it could clean up.
+    runtimes = {lang: Path(tempfile.mkdtemp(prefix=f"mha-{lang}-")) for lang in langs}
+    try:
+        procs = {
+            lang: start_edition(lang, docs, build, pages, offer_pdf, runtimes[lang])
+            for lang in langs
+        }
+        threads = [pump_output(lang, proc) for lang, proc in procs.items()]
+        timed_out = wait_for(procs, limit)
+    finally:
+        for runtime in runtimes.values():
+            shutil.rmtree(runtime, ignore_errors=True)
+    for thread in threads:
+        thread.join(timeout=5)
+    failed = 0
+    for lang, proc in procs.items():
+        reason = failure_reason(proc.returncode, lang in timed_out, limit)
+        if reason:
+            failed += 1
+            print(f"[{lang}] build FAILED: {reason}")
+    return 1 if failed else 0
+
+
+def start_edition(
+    lang: str,
+    docs: Path,
+    build: Path,
+    pages: list[str] | None,
+    offer_pdf: bool,
+    runtime: Path,
+) -> subprocess.Popen:
+    """Start one edition's Sphinx build in a process group of its own."""
+    cmd = sphinx_command(
+        docs / lang, build / "html" / lang, build / "doctrees" / lang, offer_pdf
+    )
+    env = build_env(lang, build, pages)
+    env["JUPYTER_RUNTIME_DIR"] = str(runtime)
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def pump_output(lang: str, proc: subprocess.Popen) -> threading.Thread:
+    """Copy an edition's output to ours, each line prefixed with its language."""
+
+    def pump():
+        assert proc.stdout is not None
+        for line in without_kernel_noise(proc.stdout):
+            sys.stdout.write(f"[{lang}] {line}")
+            sys.stdout.flush()
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for(procs: dict[str, subprocess.Popen], limit: float) -> set[str]:
+    """Wait for every edition; stop those still running after ``limit`` seconds.
+
+    Returns the languages stopped at the limit. Ctrl-C or SIGTERM stops both
+    editions and raises KeyboardInterrupt.
+    """
+    deadline = time.monotonic() + limit
+    timed_out = set()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        while any(p.poll() is None for p in procs.values()):
+            if time.monotonic() > deadline:
+                for lang, proc in procs.items():
+                    if proc.poll() is None:
+                        timed_out.add(lang)
+                        stop_group(proc)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        for proc in procs.values():
+            stop_group(proc, grace=3.0)
+        print("build INTERRUPTED: both editions stopped")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return timed_out
+
+
+KERNEL_SHUTDOWN_ERROR = "[IPKernelApp] ERROR | Exception in message handler:"
+
+
+def without_kernel_noise(lines):
+    """The build's output lines, less what jupyter prints about itself.
+
+    Dropped: the note that a kernel talks over local TCP, and the traceback a
+    kernel prints when it is stopped mid-reply (a cell over its time limit),
+    which ends in ``zmq.error.ZMQError``; the build's own message names the
+    cell. Any other traceback is passed on whole.
+
+    >>> list(without_kernel_noise([KERNEL_SHUTDOWN_ERROR + "\\n", "Traceback:\\n",
+    ...     "  File x\\n", "zmq.error.ZMQError: Socket operation on non-socket\\n",
+    ...     "done\\n"]))
+    ['done\\n']
+    """
+    held: list[str] = []
+    for line in lines:
+        if "Kernel is running over TCP without encryption" in line:
+            continue
+        if held:
+            held.append(line)
+            if line.startswith("zmq.error.ZMQError"):
+                held = []  # the whole block was the stopped kernel's
+            elif not line.startswith((" ", "Traceback", "zmq", "During handling")):
+                yield from held  # some other error: show all of it
+                held = []
+            continue
+        if line.startswith(KERNEL_SHUTDOWN_ERROR):
+            held = [line]
+            continue
+        yield line
+    yield from held
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
