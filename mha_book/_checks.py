@@ -115,7 +115,7 @@ def check_token_ids(ids: object, name: str, rank: int, symbols: str) -> torch.Te
             ...
         TypeError: idx must hold integer token ids, got dtype torch.float32
     """
-    check_tensor(ids, name)
+    ids = check_tensor(ids, name)
     check_rank(ids, name, rank, symbols)
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")

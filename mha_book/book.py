@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 import types
 import unicodedata
+from typing import TypeVar
 
 LANG_ENV_VAR = "MHA_BOOK_LANG"
 LANGUAGES = ("zh", "en")
+
+_T = TypeVar("_T")
 
 
 def book_language(default: str = "en") -> str:
@@ -45,7 +48,7 @@ def book_language(default: str = "en") -> str:
     return lang
 
 
-def pick(zh: object, en: object) -> object:
+def pick(zh: _T, en: _T) -> _T:
     """Return ``zh`` or ``en`` according to :func:`book_language`.
 
     Example:

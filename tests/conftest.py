@@ -21,7 +21,10 @@ TESTS = Path(__file__).resolve().parent
 KINDS = ("unit", "build", "site", "e2e")
 
 # The browser tests run on their own (`make e2e`, which sets MHA_BOOK_E2E=1).
-collect_ignore = [] if os.environ.get("MHA_BOOK_E2E") else ["e2e"]
+# The conftest files hold no doctests: --doctest-modules would import each one
+# again as a module named "conftest", and the tiers' conftests share that name.
+collect_ignore = ["conftest.py", "build/conftest.py"]
+collect_ignore += [] if os.environ.get("MHA_BOOK_E2E") else ["e2e"]
 # MHA_BOOK_SITE checks a site built elsewhere (python -m tools.build_book --build-dir DIR: DIR/html).
 SITE = Path(os.environ.get("MHA_BOOK_SITE", ROOT / "_build" / "html"))
 

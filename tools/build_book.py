@@ -147,6 +147,7 @@ def check_pages(docs: Path, pages: list[str]) -> list[str]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--clean", action="store_true", help="remove the build dir first")

@@ -369,7 +369,12 @@ def unradical_cmap(cmap: str, table: dict[int, int]) -> str:
         fixed.append((code, target))
     if fixed == entries:
         return cmap
-    width = len(CMAP_CHAR.search(blocks[0].group(2)).group(1))
+    first = CMAP_CHAR.search(blocks[0].group(2))
+    if first is None:
+        raise ValueError(
+            "ToUnicode CMap: its first block has no entry to size codes by"
+        )
+    width = len(first.group(1))
     lines = []
     for i in range(0, len(fixed), 100):  # at most 100 entries a block (PDF spec)
         chunk = fixed[i : i + 100]
@@ -485,6 +490,7 @@ def build_pdfs(site: Path = SITE, out: Path = OUT, langs=LANGS) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, default=SITE)
     parser.add_argument("--out", type=Path, default=OUT)

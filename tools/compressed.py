@@ -120,6 +120,7 @@ class CompressedHandler(http.server.SimpleHTTPRequestHandler):
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[0] != "serve":
+        assert __doc__ is not None  # the module's docstring (absent only under -OO)
         print(__doc__.rsplit("Usage: ", 1)[1].strip())
         return 2
     directory, port = argv[1], int(argv[2])

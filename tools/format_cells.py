@@ -118,6 +118,7 @@ def add_pages_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
     add_pages_argument(parser)

@@ -78,6 +78,7 @@ def lint_page(path: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_pages_argument(parser)
     args = parser.parse_args(argv)

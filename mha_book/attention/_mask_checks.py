@@ -53,7 +53,7 @@ def check_mask(
         TypeError: If the mask is not a tensor or not ``torch.bool``.
         ValueError: If it does not broadcast to ``target`` or is on another device.
     """
-    check_tensor(mask, name)
+    mask = check_tensor(mask, name)
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must have dtype torch.bool (True = may attend), got {mask.dtype}; "
@@ -88,7 +88,7 @@ def check_bias(
         ValueError: bias must be finite (block keys with the bool mask), got NaN or inf
     """
     name = "bias"
-    check_tensor(bias, name)
+    bias = check_tensor(bias, name)
     if not bias.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {bias.dtype}")
     check_same_dtype_device(like_name, like, name, bias)
@@ -167,7 +167,7 @@ def check_key_mask(
         ValueError: key_mask must have shape (B, S) = (2, 5), got (2, 4)
     """
     name = "key_mask"
-    check_tensor(key_mask, name)
+    key_mask = check_tensor(key_mask, name)
     if key_mask.dtype != torch.bool:
         raise TypeError(
             f"{name} must have dtype torch.bool (True = may attend), got "

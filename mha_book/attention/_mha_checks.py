@@ -88,7 +88,7 @@ def check_rope(rope: object, head_dim: int) -> RotaryEmbedding | None:
 
 def _check_features(mha, name: str, x: object, dim: int, length: str) -> None:
     """``x`` must be a 3-D tensor with ``dim`` features, in the module's layout."""
-    check_tensor(x, name)
+    x = check_tensor(x, name)
     symbols = f"(B, {length}, {dim})" if mha.batch_first else f"({length}, B, {dim})"
     check_rank(x, name, 3, symbols)
     if x.shape[-1] != dim:
@@ -163,10 +163,10 @@ def check_step_inputs(
     check_need_weights(need_weights)
     B, T = (x.shape[0], x.shape[1]) if mha.batch_first else (x.shape[1], x.shape[0])
     past = kv_cache.seq_len
-    if past and kv_cache.keys.shape[0] != B:
+    cached = kv_cache.keys  # not None once past > 0
+    if past and cached is not None and cached.shape[0] != B:
         raise ValueError(
-            f"x must have the batch size of kv_cache ({kv_cache.keys.shape[0]}), "
-            f"got {B}"
+            f"x must have the batch size of kv_cache ({cached.shape[0]}), got {B}"
         )
     source = "B from x, S = cached + new keys"
     _check_masks(mha, mask, key_mask, B, T, past + T, x.device, source)

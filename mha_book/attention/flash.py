@@ -215,17 +215,17 @@ def _check_block_size(block_size: object) -> tuple[int, int]:
         if isinstance(block_size, (tuple, list))
         else (block_size, block_size)
     )
-    ok = len(pair) == 2 and all(
-        isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0
+    sizes = [
+        int(n)
         for n in pair
-    )
-    if not ok:
+        if isinstance(n, numbers.Integral) and not isinstance(n, bool)
+    ]
+    if len(pair) != 2 or len(sizes) != 2 or min(sizes) <= 0:
         raise ValueError(
             "block_size must be a positive int or a pair (block_q, block_k) "
-            "of positive ints, "
-            f"got {block_size!r}"
+            f"of positive ints, got {block_size!r}"
         )
-    return int(pair[0]), int(pair[1])
+    return sizes[0], sizes[1]
 
 
 def flash_attention(

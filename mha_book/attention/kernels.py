@@ -3,7 +3,7 @@
 Taught in chapter 04-implementation (the module picks a kernel), chapter
 05-verification and chapter 12-flash-attention (the benchmark runs them all).
 
-Every kernel has the signature of :data:`AttentionKernel`::
+Every kernel has the signature of :class:`AttentionKernel`::
 
     kernel(q, k, v, mask=None, *, bias=None, dropout_p=0.0, scale=None,
            validate=True) -> (output, weights or None)
@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 import torch
 
@@ -42,14 +42,41 @@ from mha_book.attention.scaled_dot_product import (
 
 __all__ = ["AttentionKernel", "ATTENTION_KERNELS", "get_kernel"]
 
-#: A kernel: ``(q, k, v, mask=None, *, bias, dropout_p, scale, validate)`` to
-#: ``(output, weights or None)``.
-AttentionKernel = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
+
+class AttentionKernel(Protocol):
+    """A kernel: ``(q, k, v, mask=None, *, bias, dropout_p, scale, validate)`` to
+    ``(output, weights or None)``.
+
+    The one signature every entry of :data:`ATTENTION_KERNELS` has; a kernel may
+    take more keyword options with defaults of its own (the flash kernel's
+    ``block_size``).
+    """
+
+    def __call__(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        bias: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        scale: float | None = None,
+        validate: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]: ...
 
 
 def fused_kernel(
-    q, k, v, mask=None, *, bias=None, dropout_p=0.0, scale=None, validate=True
-):
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    bias: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+    validate: bool = True,
+) -> tuple[torch.Tensor, None]:
     """PyTorch's fused kernel (``F.scaled_dot_product_attention``): no weights."""
     out = fused_attention(
         q, k, v, mask, bias=bias, dropout_p=dropout_p, scale=scale, validate=validate
@@ -58,17 +85,17 @@ def fused_kernel(
 
 
 def flash_kernel(
-    q,
-    k,
-    v,
-    mask=None,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
     *,
-    bias=None,
-    dropout_p=0.0,
-    scale=None,
-    validate=True,
-    block_size=128,
-):
+    bias: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+    validate: bool = True,
+    block_size: int | tuple[int, int] = 128,
+) -> tuple[torch.Tensor, None]:
     """The tiled kernel with an online softmax (chapter 12): no weights, no dropout.
 
     ``block_size`` is its own option: the tile size. It always checks its

@@ -68,6 +68,7 @@ class KVCache:
         """Memory held by the cached keys and values, in bytes."""
         if self.keys is None:
             return 0
+        assert self.values is not None  # keys and values are set together
         return sum(t.numel() * t.element_size() for t in (self.keys, self.values))
 
     def update(
@@ -104,6 +105,7 @@ class KVCache:
         if self.keys is None:
             self.keys, self.values = k, v
         else:
+            assert self.values is not None  # keys and values are set together
             for name, new, old in (("k", k, self.keys), ("v", v, self.values)):
                 if (new.shape[:2], new.shape[3]) != (old.shape[:2], old.shape[3]):
                     expected = (*old.shape[:2], "T", old.shape[3])

@@ -8,7 +8,7 @@ It does not check its inputs, chooses no kernel, has no grouped-query heads,
 no KV cache and no dropout, and a query whose keys are all masked gets NaN
 weights (the production module defines that row as zeros). Given the same
 weights it equals ``torch.nn.MultiheadAttention`` and the production module;
-the chapter and ``tests/test_minimal.py`` check both.
+the chapter and ``tests/unit/test_minimal.py`` check both.
 
 Legend: B batch, T query length, S key length, H heads, D = E / H head dim.
 """

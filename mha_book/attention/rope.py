@@ -37,7 +37,7 @@ def _check_base(base: object) -> float:
     """``base`` must be a finite real number > 1; return it as a float."""
     if isinstance(base, bool) or not isinstance(base, numbers.Real):
         raise TypeError(f"base must be a float > 1, got {type(base).__name__}")
-    if not (math.isfinite(base) and base > 1):
+    if not (math.isfinite(base) and float(base) > 1):
         raise ValueError(f"base must be a finite float > 1, got {base}")
     return float(base)
 
@@ -61,7 +61,7 @@ def _rotary_dim(rotary_dim: object, head_dim: int, head_dim_name: str) -> int:
 
 def _check_floats(x: object, name: str) -> torch.Tensor:
     """``x`` must be a floating-point tensor ``(..., T, D)``; return it."""
-    check_tensor(x, name)
+    x = check_tensor(x, name)
     check_rank(x, name, 2, "(..., T, D)", at_least=True)
     if not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TypedDict
 
 import torch
 
@@ -13,6 +14,15 @@ from mha_book.bench.tables import format_decode, format_kernels, format_table
 from mha_book.bench.timing import matmul_gflops
 
 __all__ = ["main"]
+
+
+class _KernelSizes(TypedDict):
+    """The sizes the kernels are timed and measured at (``**`` into both)."""
+
+    B: int
+    H: int
+    D: int
+    block_size: int
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,7 +127,7 @@ def _run_kernels_and_decoding(args) -> tuple[str, str]:
     repeats = 3 if args.quick else args.repeats
     if args.quick:  # tiny sizes; no memory subprocess (its import alone takes seconds)
         kernel_sizes, kernel_lengths, memory = (
-            {"B": 1, "H": 2, "D": 16, "block_size": 16},
+            _KernelSizes(B=1, H=2, D=16, block_size=16),
             [32, 64],
             None,
         )
@@ -132,7 +142,7 @@ def _run_kernels_and_decoding(args) -> tuple[str, str]:
         }
     else:
         kernel_sizes, kernel_lengths = (
-            {"B": 1, "H": 1, "D": 64, "block_size": 256},
+            _KernelSizes(B=1, H=1, D=64, block_size=256),
             args.kernel_lengths,
         )
         memory = measure_peak_memory(

@@ -13,6 +13,7 @@ import inspect
 import statistics
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -82,7 +83,8 @@ def _kernel(name: str, block_size: int) -> Callable[..., torch.Tensor]:
     """
     kernel = get_kernel(name)
     tiles = "block_size" in inspect.signature(kernel).parameters
-    options = {"block_size": block_size} if tiles else {}
+    # an option of its own, beyond the signature every kernel shares
+    options: dict[str, Any] = {"block_size": block_size} if tiles else {}
     return lambda q, k, v: kernel(q, k, v, **options)[0]
 
 

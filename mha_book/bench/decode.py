@@ -39,6 +39,7 @@ class _AttentionStack(nn.Module):
         The earlier ones are read from ``caches``.
         """
         for layer, cache in zip(self.layers, caches):
+            assert isinstance(layer, MultiHeadAttention)  # what __init__ stacked
             x = x + layer.forward_step(x, cache, need_weights=False)[0]  # (B, T_new, E)
         return x
 

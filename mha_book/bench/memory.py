@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -59,17 +60,17 @@ def _release_free_memory() -> None:
 
 def _memory_child(spec: str) -> None:
     """Run in a fresh interpreter by :func:`measure_peak_memory`; print JSON rows."""
-    spec = json.loads(spec)
-    torch.set_num_threads(spec["threads"])
-    B, H, D = spec["B"], spec["H"], spec["D"]
+    job: dict[str, Any] = json.loads(spec)
+    torch.set_num_threads(job["threads"])
+    B, H, D = job["B"], job["H"], job["D"]
     rows = []
     with torch.inference_mode():
-        for name in spec["kernels"]:
-            fn = _kernel(name, spec["block_size"])
-            warm = torch.randn(B, H, min(spec["lengths"]), D)
+        for name in job["kernels"]:
+            fn = _kernel(name, job["block_size"])
+            warm = torch.randn(B, H, min(job["lengths"]), D)
             fn(warm, warm, warm)  # first call: code paths, thread pools
             del warm
-            for T in spec["lengths"]:
+            for T in job["lengths"]:
                 q, k, v = (
                     torch.randn(B, H, T, D) for _ in range(3)
                 )  # (B, H, T, D), pages touched

@@ -92,7 +92,7 @@ def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
     """Median GFLOP/s of an ``n x n`` float32 matmul on this machine."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     with torch.inference_mode():
-        a @ b  # warm-up
+        _ = a @ b  # warm-up
         times = [time_call(lambda: a @ b) for _ in range(repeats)]
     return 2 * n**3 / statistics.median(times) / 1e9
 

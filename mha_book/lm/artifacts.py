@@ -117,7 +117,7 @@ def cached(
     key: object,
     compute: Callable[[], Result],
     *,
-    save: Callable[[Result, Path], None],
+    save: Callable[[Result, Path], object],
     load: Callable[[Path], Result],
     wait: bool = True,
 ) -> tuple[Result, bool]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
@@ -35,6 +36,24 @@ from mha_book.lm.training import train
 from mha_book.models.decoder import POSITIONS, CausalDecoder, DecoderConfig
 
 __all__ = ["ExtrapolationRun", "train_short_test_long"]
+
+
+class _Settings(TypedDict):
+    """What every scheme's decoder shares (``**`` into its config; in the cache key)."""
+
+    vocab_size: int
+    embed_dim: int
+    num_heads: int
+    num_layers: int
+
+
+class _Budget(TypedDict):
+    """Every scheme's training budget (``**`` into :func:`train`; in the cache key)."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -119,13 +138,13 @@ def train_short_test_long(
     for factor in factors:
         check_positive_int(factor, "factors[i]")
     lengths = tuple(train_len * f for f in factors)
-    settings = dict(
+    settings = _Settings(
         vocab_size=vocab_size,
         embed_dim=embed_dim,
         num_heads=num_heads,
         num_layers=num_layers,
     )
-    budget = dict(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
+    budget = _Budget(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
 
     def run(scheme: str) -> ExtrapolationRun:
         max_len = train_len if scheme == "learned" else max(lengths)

@@ -63,7 +63,7 @@ def check_idx(idx: object, vocab_size: int, max_len: int) -> None:
             ...
         ValueError: idx must hold token ids in [0, vocab_size) = [0, 5), got ids from 0 to 7
     """
-    check_token_ids(idx, "idx", 2, "(B, T)")
+    idx = check_token_ids(idx, "idx", 2, "(B, T)")
     V = vocab_size
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
         raise ValueError(
@@ -82,7 +82,7 @@ def check_generate_inputs(
 ) -> None:
     """Raise unless ``generate`` can continue ``idx``: a non-empty ``(B, T)``
     prompt, a positive int of new tokens and a finite positive temperature."""
-    check_token_ids(idx, "idx", 2, "(B, T)")
+    idx = check_token_ids(idx, "idx", 2, "(B, T)")
     if idx.shape[1] == 0:  # the first step needs a last token to continue
         raise ValueError(
             f"idx must hold at least one token per sequence (the prompt), "

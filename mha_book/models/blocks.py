@@ -21,6 +21,7 @@ Legend: B batch, T length, E = embed_dim, F = ff_dim.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypedDict
 
 import torch
 from torch import nn
@@ -30,6 +31,13 @@ from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.rope import RotaryEmbedding
 
 __all__ = ["feed_forward", "residual", "DecoderOnlyBlock"]
+
+
+class FactoryKwargs(TypedDict):
+    """``device`` and ``dtype`` of a layer's parameters, passed on to its parts."""
+
+    device: torch.device | str | int | None
+    dtype: torch.dtype | None
 
 
 def feed_forward(
@@ -58,12 +66,12 @@ def feed_forward(
 
 def residual(
     x: torch.Tensor,
-    sublayer: Callable[[torch.Tensor], object],
+    sublayer: Callable[[torch.Tensor], torch.Tensor | tuple[torch.Tensor, Any]],
     norm: nn.Module,
     dropout: nn.Module | None = None,
     *,
     norm_first: bool,
-) -> tuple[torch.Tensor, object]:
+) -> tuple[torch.Tensor, Any]:
     """``x`` plus a sublayer of ``x``, with its LayerNorm where the layer wants it.
 
     Pre-norm (``norm_first=True``): ``x + dropout(sublayer(norm(x)))``, so the
@@ -131,7 +139,7 @@ class DecoderOnlyBlock(nn.Module):
     ) -> None:
         super().__init__()
         check_positive_int(ff_dim, "ff_dim")
-        factory = {"device": device, "dtype": dtype}
+        factory: FactoryKwargs = {"device": device, "dtype": dtype}
         self.norm1 = nn.LayerNorm(embed_dim, **factory)
         self.self_attn = MultiHeadAttention(
             embed_dim, num_heads, dropout=dropout, rope=rope, **factory

@@ -36,7 +36,7 @@ from mha_book.models._decoder_checks import (
     check_generate_inputs,
     check_idx,
 )
-from mha_book.models.blocks import DecoderOnlyBlock
+from mha_book.models.blocks import DecoderOnlyBlock, FactoryKwargs
 
 __all__ = ["DecoderConfig", "CausalDecoder", "POSITIONS"]
 
@@ -129,6 +129,8 @@ class CausalDecoder(nn.Module):
         (torch.Size([3, 10, 50]), 2, torch.Size([3, 4, 10, 10]))
     """
 
+    pos_table: torch.Tensor | None  # a buffer (register_buffer in __init__)
+
     def __init__(self, config: DecoderConfig, *, device=None, dtype=None) -> None:
         super().__init__()
         if not isinstance(config, DecoderConfig):
@@ -136,11 +138,10 @@ class CausalDecoder(nn.Module):
                 f"config must be a DecoderConfig, got {type(config).__name__}"
             )
         self.config = config
-        E, V, factory = (
-            config.embed_dim,
-            config.vocab_size,
-            {"device": device, "dtype": dtype},
-        )
+        E, V = config.embed_dim, config.vocab_size
+        factory: FactoryKwargs = {"device": device, "dtype": dtype}
+        ff_dim = config.ff_dim
+        assert ff_dim is not None  # DecoderConfig.__post_init__ made None 4·E
         self.tok_emb = nn.Embedding(V, E, **factory)
         self.pos_emb, table, rope = _position_parts(config, device, dtype)
         # a fixed table: a buffer, not a parameter, and not saved in the state dict
@@ -150,7 +151,7 @@ class CausalDecoder(nn.Module):
             DecoderOnlyBlock(
                 E,
                 config.num_heads,
-                config.ff_dim,
+                ff_dim,
                 dropout=config.dropout,
                 rope=rope,
                 **factory,

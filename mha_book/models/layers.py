@@ -32,14 +32,14 @@ from mha_book._checks import (
 from mha_book.attention._mask_checks import check_mask
 from mha_book.attention.masks import causal_mask
 from mha_book.attention.mha import MultiHeadAttention
-from mha_book.models.blocks import feed_forward, residual
+from mha_book.models.blocks import FactoryKwargs, feed_forward, residual
 
 __all__ = ["EncoderLayer", "DecoderLayer"]
 
 
 def _check_sequence(x: object, name: str, embed_dim: int, length: str) -> torch.Tensor:
     """Raise unless ``x`` is a ``(B, length, E)`` tensor; return it."""
-    check_tensor(x, name)
+    x = check_tensor(x, name)
     symbols = f"(B, {length}, E) = (B, {length}, {embed_dim})"
     check_rank(x, name, 3, symbols)
     if x.shape[-1] != embed_dim:
@@ -54,6 +54,12 @@ class _Layer(nn.Module):
     attention blocks in ``ATTENTIONS``."""
 
     ATTENTIONS: tuple[str, ...] = ()
+    # what every layer has, built by __init__ (setattr, one of each per sublayer)
+    self_attn: MultiHeadAttention
+    norm1: nn.LayerNorm
+    norm2: nn.LayerNorm
+    dropout1: nn.Dropout
+    dropout2: nn.Dropout
 
     def __init__(
         self,
@@ -67,7 +73,7 @@ class _Layer(nn.Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        factory = {"device": device, "dtype": dtype}
+        factory: FactoryKwargs = {"device": device, "dtype": dtype}
         attentions = self.ATTENTIONS
         self.embed_dim = check_positive_int(embed_dim, "embed_dim")
         self.ff_dim = check_positive_int(ff_dim, "ff_dim")
@@ -207,6 +213,9 @@ class DecoderLayer(_Layer):
     """
 
     ATTENTIONS = ("self_attn", "cross_attn")
+    cross_attn: MultiHeadAttention  # and a third sublayer: built by _Layer.__init__
+    norm3: nn.LayerNorm
+    dropout3: nn.Dropout
 
     def forward(
         self,

@@ -100,9 +100,8 @@ def load_state_dict(path: str | Path | None = None) -> dict[str, torch.Tensor]:
 
     folder = minilm_dir() if path is None else Path(path)
     theirs = load_file(str(folder / "model.safetensors"))
-    renamed = {_rename(name): tensor for name, tensor in theirs.items()}
-    renamed.pop(None, None)
-    return renamed
+    renamed = ((_rename(name), tensor) for name, tensor in theirs.items())
+    return {ours: tensor for ours, tensor in renamed if ours is not None}
 
 
 def load_tokenizer(path: str | Path | None = None, *, max_length: int = 256):

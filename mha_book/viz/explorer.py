@@ -194,7 +194,7 @@ def _check_index(n: object, name: str, size: int, also: str = "") -> int:
     """``n`` as an int in ``[0, size)``, or a named error."""
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be an int{also}, got {n!r}")
-    if not 0 <= n < size:
+    if not 0 <= int(n) < size:
         raise ValueError(f"{name} must be in [0, {size}){also}, got {n}")
     return int(n)
 

@@ -98,6 +98,7 @@ def plot_attention(
             _write_weights(ax, data[h])
     # One colour bar beside the whole grid; over many rows a shorter one suffices.
     shrink = 0.8 if nrows == 1 else max(0.25, 0.8 / nrows)
+    assert image is not None  # H >= 1 (_check_weights): the first panel drew it
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=shrink)
     return fig
 

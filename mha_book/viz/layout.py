@@ -3,7 +3,7 @@
 A figure's alt text says how its panels are arranged ("two rows", "top to
 bottom"); :func:`figure_layout` states it from the figure itself, and
 :func:`~mha_book.viz.plot.figure_png` writes it into the PNG, where
-``tests/test_alt_text.py`` checks each alt text against it. A diagram that
+``tests/unit/test_alt_text.py`` checks each alt text against it. A diagram that
 draws several panels in one Axes records its layout with :func:`record_layout`.
 """
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DIRECTIONS", "LAYOUT_KEY", "figure_layout", "record_layout"]
 
 # PNG text key under which figure_png records the figure's layout (JSON, as
-# figure_layout returns it); tests/test_alt_text.py checks each figure's alt
+# figure_layout returns it); tests/unit/test_alt_text.py checks each figure's alt
 # text against it.
 LAYOUT_KEY = "mha_book:layout"
 #: The directions of flow a diagram may record; None: no flow, only panels.

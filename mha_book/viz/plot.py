@@ -84,7 +84,7 @@ FIGURE_DPI = 110  # CSS px per inch: the size a figure is shown at on a wide scr
 # Image pixels per CSS pixel. A phone's screen has 3 device pixels per CSS
 # pixel: a figure drawn at 110 dpi would be upscaled, soft, on every phone.
 # figure_png draws at 3 x 110 dpi and records the density in the PNG; the
-# build shows the image at its width / density CSS px (docs/_ext/book_build.py).
+# build shows the image at its width / density CSS px (docs/_ext/book_pages.py).
 PIXEL_DENSITY = 3
 DENSITY_KEY = "mha_book:density"
 # The widest a figure may be drawn (inches) for its TEXT_PT text to stay
@@ -136,7 +136,7 @@ def smallest_text_pt(fig: Figure) -> float:
     for ax in fig.axes:  # the tick labels in view
         texts += [*ax.get_xticklabels(), *ax.get_yticklabels()]
     sizes = [
-        t.get_fontsize()
+        float(t.get_fontsize())  # points (the stubs also allow a name, "large")
         * (MATH_SCRIPT_SHRINK if _has_math_script(t.get_text()) else 1.0)
         for t in texts
         if t.get_visible() and t.get_text().strip()

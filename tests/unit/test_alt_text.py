@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from needs import needs
 
 from mha_book.viz.layout import figure_layout, record_layout
 from mha_book.viz.plot import figure_png, new_figure
@@ -132,6 +133,7 @@ def _page(root: Path, lang: str, figures: list[tuple[str, str]]) -> None:
     )
 
 
+@needs("matplotlib")
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_site_check_reads_alt_texts_and_the_layouts_in_the_images(tmp_path, lang):
     images = tmp_path / "site" / lang / "_images"
@@ -173,6 +175,7 @@ def test_the_site_check_misses_no_figure(tmp_path):
 
 
 # --- figure_layout reads the Axes of ordinary plots -----------------------------
+@needs("matplotlib")
 @pytest.mark.parametrize("rows,columns", [(1, 1), (1, 3), (3, 1), (2, 4)])
 def test_the_layout_of_a_grid_is_its_rows_and_columns(rows, columns):
     fig = new_figure(figsize=(4, 3))
@@ -182,6 +185,7 @@ def test_the_layout_of_a_grid_is_its_rows_and_columns(rows, columns):
     assert figure_layout(fig) == {"rows": rows, "columns": columns, "direction": None}
 
 
+@needs("matplotlib")
 def test_empty_slots_and_spanning_axes_count_as_they_are_seen():
     fig = new_figure(figsize=(4, 3))
     axes = fig.subplots(2, 3)
@@ -196,6 +200,7 @@ def test_empty_slots_and_spanning_axes_count_as_they_are_seen():
     assert figure_layout(new_figure()) == {"rows": 1, "columns": 1, "direction": None}
 
 
+@needs("matplotlib")
 def test_record_layout_names_its_bad_arguments():
     fig = new_figure()
     with pytest.raises(ValueError, match="rows must be a positive int, got 0"):

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from needs import needs
 
 from mha_book.book import display_width
 from mha_book.lm import checkpoint, corpus
@@ -113,6 +114,7 @@ def test_training_learns_and_is_reproducible(tokenizer):
     assert h.seconds > 0
 
 
+@needs("tqdm")
 @pytest.mark.parametrize("progress", [True, False])
 def test_progress_bar_only_when_asked_and_only_on_stdout(tokenizer, capsys, progress):
     model = tiny_model(tokenizer.vocab_size)

@@ -11,7 +11,10 @@ from tools.fault_review.review import run_all
 
 
 def main(argv: list[str] | None = None) -> int:
-    summary = sys.modules[__package__].__doc__.splitlines()[0]  # the package's
+    assert __package__  # run as part of tools.fault_review
+    doc = sys.modules[__package__].__doc__
+    assert doc is not None  # the package's docstring (absent only under -OO)
+    summary = doc.splitlines()[0]  # the package's
     parser = argparse.ArgumentParser(
         prog="python -m tools.fault_review", description=summary
     )

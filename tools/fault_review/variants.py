@@ -85,6 +85,7 @@ def variants(value: object, api: Api, arg: str) -> Iterator[tuple[str, object]]:
         return _float_arg_variants(value)
     if isinstance(value, str):
         return iter([("int", 1), ("unknown name", "no-such-choice")])
-    if is_dataclass(value):  # a config: its fields as a dict are not one
+    # a config (an instance, not its class): its fields as a dict are not one
+    if is_dataclass(value) and not isinstance(value, type):
         return iter([("dict of its fields", asdict(value)), ("None", None)])
     return iter(())

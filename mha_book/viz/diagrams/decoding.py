@@ -186,6 +186,7 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
     with torch.no_grad():
         for t in range(x.shape[1]):
             module.forward_step(x[:, t : t + 1], cache)  # appends token t's k, v
+            assert cache.keys is not None  # forward_step filled it
             shapes.append(tuple(cache.keys.shape))  # (B, Hkv, t + 1, D)
     T = len(shapes)
     fig = new_figure(figsize=(5.0, 0.9 + 0.42 * T))
@@ -203,7 +204,7 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
     ax.set_xlim(0, T + 0.2 + 0.2 * len(str(shapes[-1])))
     ax.set_ylim(0, T)
     ax.set_yticks([T - 0.5 - t for t in range(T)], [str(t) for t in range(T)])
-    ax.set_xticks([j + 0.45 for j in range(T)], range(T))
+    ax.set_xticks([j + 0.45 for j in range(T)], [str(j) for j in range(T)])
     ax.set_ylabel(pick("步 t", "step t"))
     ax.set_xlabel(
         pick(

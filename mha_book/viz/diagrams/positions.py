@@ -183,6 +183,7 @@ def alibi_heads(num_heads: int = 8, T: int = 12) -> tuple[Figure, dict[str, obje
         ax.set_title(f"{pick('头', 'head')} {h}\nm = 1/{1 / float(slopes[h]):g}")
         ax.set_xticks([0, T - 1])
         ax.set_yticks([0, T - 1])
+    assert image is not None  # H >= 1: the first panel drew it
     fig.colorbar(image, ax=axes, shrink=0.6, label=pick("偏置", "bias"))
     fig.supxlabel(pick("键的位置 j", "key position j"))
     fig.supylabel(pick("查询的位置 i", "query position i"))

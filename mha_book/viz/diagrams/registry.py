@@ -42,7 +42,11 @@ def _run(kernel: str | None, need_weights: bool, x: torch.Tensor) -> dict:
         return recorded
 
     spies = {name: spy(name, fn) for name, fn in ATTENTION_KERNELS.items()}
-    result = {"ran": None, "weights": None, "error": None}
+    result: dict[str, str | tuple[int, ...] | None] = {
+        "ran": None,
+        "weights": None,
+        "error": None,
+    }
     # patch.dict puts the registry back as it was, even when the call raises
     with mock.patch.dict(ATTENTION_KERNELS, spies), torch.no_grad():
         try:
@@ -82,8 +86,10 @@ def kernel_choice(
     """
     T = check_positive_int(tokens, "tokens")
     x = torch.randn(1, T, 8)  # (B, T, E)
-    names = [None, *sorted(ATTENTION_KERNELS)]
-    runs = {(k, w): _run(k, w, x) for k in names for w in (True, False)}
+    names: list[str | None] = [None, *sorted(ATTENTION_KERNELS)]
+    runs: dict[tuple[str | None, bool] | str, dict] = {
+        (k, w): _run(k, w, x) for k in names for w in (True, False)
+    }
     fig = _draw(runs, names)
     runs["layout"] = record_layout(fig, rows=1, columns=1)  # one table
     return fig, runs

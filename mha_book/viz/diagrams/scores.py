@@ -107,8 +107,8 @@ def attention_matrices(
             )
     fig = _draw(facts, rows)
     per_row = [sum(item in facts for item in row) for row in ROWS]  # matrices
-    facts["layout"] = record_layout(fig, rows=len(ROWS), columns=max(per_row))
-    return fig, facts
+    layout = record_layout(fig, rows=len(ROWS), columns=max(per_row))
+    return fig, {**facts, "layout": layout}
 
 
 def _rows(D: int) -> list[list[str]]:

@@ -11,7 +11,7 @@ Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,6 +25,7 @@ from mha_book.viz.plot import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+    from matplotlib.typing import HashableList
 
 __all__ = ["mha_data_flow", "head_split_layout"]
 
@@ -115,8 +116,13 @@ def mha_data_flow(
             ax.text(0.15, mid, text, va="center", bbox=box, transform=inches)
         else:
             arrow = {"arrowstyle": "-|>", "color": "0.3", "lw": 1.2}
-            ends = {"xy": (0.4, y - h + 0.1), "xytext": (0.4, y - 0.1)}
-            ax.annotate("", **ends, xycoords=inches, arrowprops=arrow)
+            ax.annotate(
+                "",
+                xy=(0.4, y - h + 0.1),
+                xytext=(0.4, y - 0.1),
+                xycoords=inches,
+                arrowprops=arrow,
+            )
             ax.text(0.65, mid, text, va="center", transform=inches)
         y -= h
     # The drawing as wide as its longest text, <= 5 in: the Axes is narrowed to
@@ -179,7 +185,7 @@ def head_split_layout(
             f"got shape {fmt_shape(x.shape)}, contiguous = {x.is_contiguous()}"
         )
     views = {"x": x, "view": x.view(B, T, H, D), "split": heads}  # no copies
-    layout = {
+    layout: dict[str, Any] = {
         name: {"shape": tuple(t.shape), "stride": t.stride(), "offsets": _offsets(t)}
         for name, t in views.items()
     }
@@ -204,7 +210,11 @@ def head_split_layout(
 
 
 #: The panels of :func:`head_split_layout`, as ``subplot_mosaic`` places them.
-_PANELS = [["x", "x"], ["view", "split"], ["merged", "no_transpose"]]
+_PANELS: list[HashableList[str]] = [
+    ["x", "x"],
+    ["view", "split"],
+    ["merged", "no_transpose"],
+]
 
 
 def _draw_layout(layout: dict, H: int, D: int) -> Figure:
