@@ -93,8 +93,12 @@ page: $(DOCS)
 
 # Every test: unit, doctest, build (scratch books), site (the built site), then
 # the browser tests. `make test-fast` runs the unit tests and doctests only.
-test: $(TESTS) html
-	$(PY) -m pytest
+# Fails fast: the unit tests and doctests first (a minute), then the build,
+# then the tests of scratch books and of the built site, then the browser.
+test: $(TESTS)
+	$(PY) -m pytest -m "unit or doctest"
+	@$(MAKE) --no-print-directory html
+	$(PY) -m pytest -m "build or site"
 	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory pdf e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 

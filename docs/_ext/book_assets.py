@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -47,6 +48,11 @@ from pathlib import Path
 
 from fontTools import subset
 from fontTools.ttLib import TTFont
+
+# The subsetter reports each table it prunes at INFO; a theme's dependency
+# (a11y_pygments) sets the root logger to print INFO, which put 1,400 such
+# lines into each build's output. Its warnings still show.
+logging.getLogger("fontTools").setLevel(logging.WARNING)
 
 # `.fa-bars,.fa-navicon{--fa:"\f0c9"}`: an icon's names and its code point.
 ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+,?)+)\{--fa:"\\([0-9a-f]+)"\}')

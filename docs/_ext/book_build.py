@@ -1,9 +1,5 @@
 """Sphinx extension: how the book's pages execute.
 
-* ``execution_cache_path``: the myst-nb cache directory, keyed by a digest of
-  the ``mha_book`` sources and the locked dependency versions, so a change to
-  the package re-executes every page while a rebuild with no change executes
-  nothing; a damaged cache heals (``heal_cache``).
 * kernels over Unix sockets (``transport = "ipc"``) instead of TCP ports.
 * each edition's executed notebooks in a folder of its own, outside the site;
   a partial build executes only the selected pages.
@@ -12,111 +8,19 @@
 * the execution report: after each build, ``_build/exec/<lang>.json`` lists
   every page's last execution (runtime, method) and whether this build read it.
 
-What the HTML pages get is in ``book_pages``; the Chinese search in
-``book_search``.
+Which pages execute again, and the execution cache, are ``book_cache``'s; what
+the HTML pages get is ``book_pages``'; the Chinese search ``book_search``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import sys
 import time
 from pathlib import Path
 
+from book_cache import BUILD, EXEC_CACHE, ROOT, selected_pages  # noqa: F401 (book_math, book_progress)
 from docutils import nodes
-
-ROOT = Path(__file__).resolve().parents[2]
-# Tests build small books elsewhere by setting MHA_BOOK_BUILD_DIR.
-BUILD = Path(os.environ.get("MHA_BOOK_BUILD_DIR", ROOT / "_build"))
-# Executed notebooks, keyed by digest; a partial build shares the full build's.
-EXEC_CACHE = Path(os.environ.get("MHA_BOOK_EXEC_CACHE", BUILD / "jupyter_cache"))
-
-
-def selected_pages() -> set[str] | None:
-    """The pages a partial build executes (``MHA_BOOK_PAGES``), or None: all."""
-    pages = os.environ.get("MHA_BOOK_PAGES")
-    return set(pages.split(",")) if pages else None
-
-
-# --- cache key -------------------------------------------------------------
-def execution_digest(root: Path = ROOT) -> str:
-    """Digest of everything that can change what a code cell prints."""
-    h = hashlib.sha256()
-    package = (root / "mha_book").rglob("*")  # its sources and its data
-    files = sorted(p for p in package if p.is_file() and "__pycache__" not in p.parts)
-    # The locked versions, and the file that sets the kernels' environment.
-    files += sorted((root / "requirements").glob("*.txt"))
-    files += [
-        root / "pyproject.toml",
-        root / "tools" / "build" / "editions.py",
-    ]
-    for path in files:
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    h.update(sys.version.encode())
-    return h.hexdigest()[:16]
-
-
-def execution_cache_path(lang: str) -> str:
-    """Return this language's cache directory for the current package digest.
-
-    Nothing is deleted here: another build may be using an older cache. The
-    build script keeps the few most recently used caches per language and
-    prunes the rest after a successful build (``tools/build_book.py``), so an
-    edit-and-revert or a branch switch finds its cache again.
-    """
-    current = EXEC_CACHE / f"{lang}-{execution_digest()}"
-    for note in heal_cache(current):
-        print(f"WARNING (healed): {note}", flush=True)  # a notice, not a Sphinx warning
-    current.mkdir(parents=True, exist_ok=True)
-    os.utime(current)  # "used now": pruning keeps the most recently used
-    return str(current)
-
-
-def heal_cache(path: Path) -> list[str]:
-    """Drop what is broken in a jupyter-cache folder; say what was dropped.
-
-    A damaged database loses the whole cache (every page of that edition runs
-    again); a cached notebook that is missing or unreadable loses its record
-    (that page runs again). Without this, each later build would fail until
-    the cache was deleted by hand.
-    """
-    import nbformat
-    from jupyter_cache.cache.db import NbCacheRecord
-    from jupyter_cache.cache.main import JupyterCacheBase
-
-    if not path.is_dir():
-        return []
-    try:
-        cache = JupyterCacheBase(str(path))
-        records = cache.list_cache_records()
-    except Exception as err:  # sqlite says "file is not a database", and the like
-        shutil.rmtree(path, ignore_errors=True)
-        return [
-            f"execution cache {path.name} was unreadable ({type(err).__name__}); "
-            "every page of this edition runs again"
-        ]
-    notes = []
-    for record in records:
-        notebook = path / "executed" / record.hashkey / "base.ipynb"
-        try:
-            nbformat.reads(notebook.read_text(encoding="utf8"), nbformat.NO_CONVERT)
-            continue
-        except Exception as err:
-            why = (
-                "missing"
-                if not notebook.exists()
-                else f"unreadable ({type(err).__name__})"
-            )
-        shutil.rmtree(notebook.parent, ignore_errors=True)
-        NbCacheRecord.remove_records([record.pk], cache.db)
-        notes.append(
-            f"cached notebook of {Path(record.uri).stem} was {why}; it runs again"
-        )
-    return notes
 
 
 # --- execution report ------------------------------------------------------

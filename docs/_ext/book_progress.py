@@ -196,10 +196,11 @@ def failure_message(app, docname: str, data: dict, source: Path) -> str:
         limit = re.search(r"after (\d+) seconds", traceback)
         after = f"{limit.group(1)} s" if limit else "the time limit"
         what = (
-            f"did not finish within {after}, the limit per cell. Make it faster, or "
-            "raise the limit for this page in its front matter:\n"
+            f"did not finish within {after}, the limit per cell this page sets in "
+            "its front matter. Make it faster, or raise the limit:\n"
             "      mystnb:\n        execution_timeout: 1200\n"
-            "    (the default for every page is nb_execution_timeout in conf.py)"
+            "    (or remove it: by default a cell has no limit, and the edition's "
+            "wall-clock limit stops a hang; nb_execution_timeout in conf.py)"
         )
     else:
         what = f"raised {exception_line(traceback)}"

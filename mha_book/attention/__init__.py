@@ -22,3 +22,8 @@ The lowest layer of mha_book: it imports only PyTorch and the shared checks
   :mod:`~mha_book.attention.positions`, :mod:`~mha_book.attention.rope`,
   :mod:`~mha_book.attention.alibi` (chapter 14).
 """
+
+from mha_book._lazy import lazy_exports
+
+# its modules load on first use: mha_book.attention.<module> after import mha_book
+__getattr__, __dir__ = lazy_exports(__name__, {})

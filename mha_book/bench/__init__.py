@@ -57,31 +57,65 @@ One module per job: :mod:`~mha_book.bench.timing` (the protocol, FLOPs),
 :mod:`~mha_book.bench.cli`.
 """
 
-from mha_book.bench.cli import main
-from mha_book.bench.compare import RATIOS, forward_times, kernel_times, run
-from mha_book.bench.decode import decode_speed
-from mha_book.bench.memory import measure_peak_memory
-from mha_book.bench.shared import measured_once
-from mha_book.bench.tables import (
-    EXPLICIT_TARGET,
-    FAST_TARGET,
-    FLASH_MEMORY_LENGTH,
-    FLASH_MEMORY_TARGET,
-    MATMUL_FRACTION_LENGTH,
-    MATMUL_FRACTION_TARGET,
-    format_decode,
-    format_kernels,
-    format_table,
-)
-from mha_book.bench.timing import (
-    CLOCKS,
-    attention_flops,
-    interleaved_times,
-    matmul_gflops,
-    paired_ratio,
-    repeat_orders,
-    time_call,
-)
+from typing import TYPE_CHECKING
+
+from mha_book._lazy import lazy_exports
+
+# name -> the submodule that defines it, imported on first use (mha_book._lazy)
+_EXPORTS = {
+    "main": "cli",
+    "RATIOS": "compare",
+    "forward_times": "compare",
+    "kernel_times": "compare",
+    "run": "compare",
+    "decode_speed": "decode",
+    "measure_peak_memory": "memory",
+    "measured_once": "shared",
+    "EXPLICIT_TARGET": "tables",
+    "FAST_TARGET": "tables",
+    "FLASH_MEMORY_LENGTH": "tables",
+    "FLASH_MEMORY_TARGET": "tables",
+    "MATMUL_FRACTION_LENGTH": "tables",
+    "MATMUL_FRACTION_TARGET": "tables",
+    "format_decode": "tables",
+    "format_kernels": "tables",
+    "format_table": "tables",
+    "CLOCKS": "timing",
+    "attention_flops": "timing",
+    "interleaved_times": "timing",
+    "matmul_gflops": "timing",
+    "paired_ratio": "timing",
+    "repeat_orders": "timing",
+    "time_call": "timing",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from mha_book.bench.cli import main
+    from mha_book.bench.compare import RATIOS, forward_times, kernel_times, run
+    from mha_book.bench.decode import decode_speed
+    from mha_book.bench.memory import measure_peak_memory
+    from mha_book.bench.shared import measured_once
+    from mha_book.bench.tables import (
+        EXPLICIT_TARGET,
+        FAST_TARGET,
+        FLASH_MEMORY_LENGTH,
+        FLASH_MEMORY_TARGET,
+        MATMUL_FRACTION_LENGTH,
+        MATMUL_FRACTION_TARGET,
+        format_decode,
+        format_kernels,
+        format_table,
+    )
+    from mha_book.bench.timing import (
+        CLOCKS,
+        attention_flops,
+        interleaved_times,
+        matmul_gflops,
+        paired_ratio,
+        repeat_orders,
+        time_call,
+    )
 
 __all__ = [
     "main",

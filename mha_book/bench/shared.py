@@ -12,30 +12,19 @@ waits for it and loads it.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import random
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from mha_book._digest import module_files
 from mha_book.lm.artifacts import cached
 
 __all__ = ["measured_once"]
-
-
-def _sources_digest() -> str:
-    """SHA-256 of every Python source of mha_book, subpackages included."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def _names(code) -> set[str]:
@@ -80,9 +69,10 @@ def measured_once(measure: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     module, name and source, its arguments with their defaults filled in,
     the sources of the functions of its own module that it calls and the
     plain values of the module-level names it reads (a notebook cell's
-    helpers and constants),
-    every source file of ``mha_book``, and what :func:`~mha_book.lm.artifacts.cached`
-    adds (torch and numpy versions, the number of torch threads). Any change
+    helpers and constants), the code of the package modules it runs (its
+    module's imports, or the whole package for a notebook cell's function),
+    and what :func:`~mha_book.lm.artifacts.cached` adds (torch and numpy
+    versions, the number of torch threads). Any change
     measures again. While one edition measures, the other waits without
     using the CPU, which leaves the measurement a quieter machine.
 
@@ -127,7 +117,6 @@ def measured_once(measure: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
         source,
         dict(bound.arguments),
         _own_inputs(measure),
-        _sources_digest(),
     )
 
     def compute() -> Any:
@@ -144,5 +133,13 @@ def measured_once(measure: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
         compute,
         save=lambda value, path: path.write_text(json.dumps(value), encoding="utf-8"),
         load=lambda path: json.loads(path.read_text(encoding="utf-8")),
+        code=_code_of(measure),
     )
     return result
+
+
+def _code_of(measure: Callable[..., Any]) -> list[str]:
+    """The package modules a measurement runs: its own module, if it is one of
+    mha_book's (with its imports); else (a notebook cell's function) every one."""
+    module = getattr(measure, "__module__", "") or ""
+    return [module] if module.split(".")[0] == "mha_book" else list(module_files())

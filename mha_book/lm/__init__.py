@@ -13,3 +13,8 @@ Above :mod:`mha_book.models` (which it imports), never imported by it or by
   :mod:`~mha_book.lm.poetry`: the form of Tang verse and its measures
   (chapter 15).
 """
+
+from mha_book._lazy import lazy_exports
+
+# its modules load on first use: mha_book.lm.<module> after import mha_book
+__getattr__, __dir__ = lazy_exports(__name__, {})

@@ -5,10 +5,12 @@ Used by :func:`mha_book.lm.training.train` (``cache=True``) in chapter
 same seed, so the first to get there trains and the other loads the result.
 
 A result is stored under a digest of everything that can change it: the
-package's own sources, the versions of torch and numpy, the number of torch
+package code the computation runs (:func:`mha_book._digest.code_digest` of
+the modules it names, followed through their imports, read without comments
+and docstrings), the versions of torch and numpy, the number of torch
 threads, and the inputs of the call (tensors by dtype, shape and bytes). Any
 change gives a new digest, so a stale result is never served; it is simply
-not found. The folder is named by the environment variable
+not found. An edit elsewhere in the package, or to a docstring, keeps it. The folder is named by the environment variable
 ``MHA_BOOK_ARTIFACTS`` (the book's build sets it); without it nothing is cached.
 Concurrent callers with the same digest wait for each other (a file lock), so
 the work is done once; a caller with other work to do can pass ``wait=False``
@@ -22,12 +24,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import numpy
 import torch
+
+from mha_book._digest import code_digest
 
 __all__ = ["ARTIFACTS_ENV", "ArtifactBusy", "package_digest", "digest", "cached"]
 
@@ -39,21 +43,16 @@ class ArtifactBusy(Exception):
     """Another process is computing this result now (``cached(..., wait=False)``)."""
 
 
-def package_digest() -> str:
-    """SHA-256 of the package's Python sources (every subpackage) and the versions
-    it runs on.
+def package_digest(modules: Sequence[str] | None = None) -> str:
+    """SHA-256 of the package code that ``modules`` run (every module: None) and
+    the versions it runs on.
 
     Example:
-        >>> len(package_digest())
+        >>> len(package_digest(["mha_book.lm.training"]))
         64
     """
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1]  # mha_book/
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    h.update(f"torch {torch.__version__} numpy {numpy.__version__}".encode())
-    return h.hexdigest()
+    versions = f"torch {torch.__version__} numpy {numpy.__version__}"
+    return digest(code_digest(modules), versions)
 
 
 def _update(h, value: object) -> None:
@@ -120,6 +119,7 @@ def cached(
     save: Callable[[Result, Path], object],
     load: Callable[[Path], Result],
     wait: bool = True,
+    code: Sequence[str] | None = None,
 ) -> tuple[Result, bool]:
     """``compute()``, or the stored result of an identical earlier call.
 
@@ -131,6 +131,9 @@ def cached(
         load: Reads it back.
         wait: If another process is computing the same result, wait for it
             (True) or raise :class:`ArtifactBusy` at once (False).
+        code: The package modules whose code makes the result (a model's
+            passed in: its class's module too); their imports are followed.
+            Default: the module that defines ``compute``.
 
     Returns:
         ``(result, True)`` if it was loaded, ``(result, False)`` if computed.
@@ -141,7 +144,9 @@ def cached(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     threads = torch.get_num_threads()  # results of float sums depend on it
-    path = folder / f"{name}-{digest(package_digest(), name, threads, key)[:24]}.pt"
+    modules = code if code is not None else [compute.__module__]
+    stamp = digest(package_digest(modules), name, threads, key)
+    path = folder / f"{name}-{stamp[:24]}.pt"
     with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
             try:

@@ -147,7 +147,8 @@ def train(
         return TrainHistory(**{**record["history"], "from_cache": True})
 
     key = (asdict(model.config), model.state_dict(), train_ids, val_ids, args)
-    history, _ = cached("train", key, run, save=save, load=load)
+    code = [__name__, type(model).__module__]  # the loop and the model's forward
+    history, _ = cached("train", key, run, save=save, load=load, code=code)
     return history
 
 

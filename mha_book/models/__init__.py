@@ -11,3 +11,8 @@ or :mod:`mha_book.viz` (the import contract in ``pyproject.toml``).
   pretrained MiniLM checkpoint in a BERT encoder of the book's own modules
   (chapter 11).
 """
+
+from mha_book._lazy import lazy_exports
+
+# its modules load on first use: mha_book.models.<module> after import mha_book
+__getattr__, __dir__ = lazy_exports(__name__, {})

@@ -14,3 +14,8 @@ matplotlib is imported only when a figure is drawn.
 - :mod:`~mha_book.viz.diagrams`: explanatory diagrams drawn from the objects
   they show.
 """
+
+from mha_book._lazy import lazy_exports
+
+# its modules load on first use: mha_book.viz.<module> after import mha_book
+__getattr__, __dir__ = lazy_exports(__name__, {})

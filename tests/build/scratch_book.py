@@ -3,6 +3,7 @@ scratch copy of the build machinery (conf.py, the extensions, the tools and
 the package)."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -58,11 +59,14 @@ def write_book(repo: Path, *cells: str) -> None:
         page.write_text(HEADER + "".join(cells), encoding="utf-8")
 
 
-def run_build(repo: Path, *args: str, langs=("zh",)):
-    """Run ``tools/build_book.py`` in ``repo`` as `make html` does; return the result."""
+def run_build(repo: Path, *args: str, langs=("zh",), own_package=False):
+    """Run ``python -m tools.build_book`` in ``repo`` as `make html` does; return
+    the result. With ``own_package``, the kernels import the copy's mha_book."""
+    env = dict(os.environ, PYTHONPATH=str(repo)) if own_package else None
     return subprocess.run(
         [sys.executable, "-m", "tools.build_book", "--langs", *langs, *args],
         cwd=repo,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,

@@ -135,13 +135,13 @@ def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratc
 def test_the_katex_copy_is_keyed_on_the_katex_version(tmp_path, monkeypatch):
     import importlib
 
-    root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("MHA_BOOK_BUILD_DIR", str(tmp_path))
-    monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
     import book_build
+    import book_cache
     import book_math
 
-    importlib.reload(book_build)  # BUILD follows MHA_BOOK_BUILD_DIR
+    importlib.reload(book_cache)  # BUILD follows MHA_BOOK_BUILD_DIR
+    importlib.reload(book_build)
     version = book_math.katex_version()
     first = Path(book_math.katex_static_dir())
     assert first == tmp_path / "static_katex" / version
@@ -160,8 +160,6 @@ def test_the_katex_copy_is_keyed_on_the_katex_version(tmp_path, monkeypatch):
 def test_a_missing_katex_says_how_to_install_it(tmp_path, monkeypatch):
     import importlib
 
-    root = Path(__file__).resolve().parents[2]
-    monkeypatch.syspath_prepend(str(root / "docs" / "_ext"))
     import book_math
 
     book_math = importlib.reload(book_math)

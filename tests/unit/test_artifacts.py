@@ -52,7 +52,7 @@ def test_an_identical_run_is_loaded_with_its_weights_and_history(store):
 def test_any_change_recomputes(store, monkeypatch, change):
     run()
     if change == "the package":
-        monkeypatch.setattr(artifacts, "package_digest", lambda: "an edited package")
+        monkeypatch.setattr(artifacts, "code_digest", lambda modules: "edited code")
     _, again = run(
         seed=1 if change == "the initial weights" else 0,
         steps=7 if change == "an argument" else 6,

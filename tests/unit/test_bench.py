@@ -2,6 +2,7 @@
 
 import functools
 import importlib
+import importlib.util
 import subprocess
 import sys
 import time
@@ -319,7 +320,6 @@ def test_measured_once_key_covers_the_helpers_of_the_measuring_module(
 ):
     # A page's cell: the measured function calls a helper of the same cell.
     module = tmp_path / "page_cell.py"
-    monkeypatch.syspath_prepend(str(tmp_path))
     cell = (
         "import time\nROUNDS = {rounds}\n\n\ndef helper():\n    return {body}\n\n\n"
         "def measure():\n    return [helper(), ROUNDS, time.perf_counter()]\n"
@@ -327,8 +327,11 @@ def test_measured_once_key_covers_the_helpers_of_the_measuring_module(
 
     def run(rounds=3, body="1"):
         module.write_text(cell.format(rounds=rounds, body=body), encoding="utf-8")
-        sys.modules.pop("page_cell", None)
-        return measured_once(importlib.import_module("page_cell").measure)
+        spec = importlib.util.spec_from_file_location("page_cell", module)
+        page_cell = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "page_cell", page_cell)  # for its source
+        spec.loader.exec_module(page_cell)
+        return measured_once(page_cell.measure)
 
     first = run()
     assert run() == first  # loaded

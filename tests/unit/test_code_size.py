@@ -77,7 +77,10 @@ def test_tools_and_tests_import_without_editing_sys_path():
     edits = [
         path.relative_to(ROOT).as_posix()
         for path in python_files("tools", "tests")
-        if "sys.path.insert" in path.read_text(encoding="utf-8")
+        if any(
+            edit in path.read_text(encoding="utf-8")
+            for edit in ("sys.path.insert", "sys.path.append", "syspath_prepend")
+        )
         and path != Path(__file__).resolve()
     ]
     assert edits == []

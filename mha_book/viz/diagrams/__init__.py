@@ -39,20 +39,45 @@ per idea; the chapter that teaches the idea draws it:
   ``need_weights``, recorded by calling real modules.
 """
 
-from mha_book.viz.diagrams.decoding import (
-    causal_alignment,
-    kv_cache_growth,
-    kv_head_sharing,
-    torch_is_causal_mask,
-)
-from mha_book.viz.diagrams.masks import mask_broadcast
-from mha_book.viz.diagrams.parallel import head_columns, parallel_heads
-from mha_book.viz.diagrams.patterns import attention_patterns
-from mha_book.viz.diagrams.positions import alibi_heads, rotary_rotation
-from mha_book.viz.diagrams.registry import kernel_choice
-from mha_book.viz.diagrams.scores import attention_matrices
-from mha_book.viz.diagrams.shapes import head_split_layout, mha_data_flow
-from mha_book.viz.diagrams.tiling import online_softmax_tiles
+from typing import TYPE_CHECKING
+
+from mha_book._lazy import lazy_exports
+
+# name -> the submodule that defines it, imported on first use (mha_book._lazy)
+_EXPORTS = {
+    "causal_alignment": "decoding",
+    "kv_cache_growth": "decoding",
+    "kv_head_sharing": "decoding",
+    "torch_is_causal_mask": "decoding",
+    "mask_broadcast": "masks",
+    "head_columns": "parallel",
+    "parallel_heads": "parallel",
+    "attention_patterns": "patterns",
+    "alibi_heads": "positions",
+    "rotary_rotation": "positions",
+    "kernel_choice": "registry",
+    "attention_matrices": "scores",
+    "head_split_layout": "shapes",
+    "mha_data_flow": "shapes",
+    "online_softmax_tiles": "tiling",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from mha_book.viz.diagrams.decoding import (
+        causal_alignment,
+        kv_cache_growth,
+        kv_head_sharing,
+        torch_is_causal_mask,
+    )
+    from mha_book.viz.diagrams.masks import mask_broadcast
+    from mha_book.viz.diagrams.parallel import head_columns, parallel_heads
+    from mha_book.viz.diagrams.patterns import attention_patterns
+    from mha_book.viz.diagrams.positions import alibi_heads, rotary_rotation
+    from mha_book.viz.diagrams.registry import kernel_choice
+    from mha_book.viz.diagrams.scores import attention_matrices
+    from mha_book.viz.diagrams.shapes import head_split_layout, mha_data_flow
+    from mha_book.viz.diagrams.tiling import online_softmax_tiles
 
 __all__ = [
     "torch_is_causal_mask",
