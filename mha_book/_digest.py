@@ -281,4 +281,10 @@ def modules_digest(names, root: Path = ROOT, *, docstrings: bool = False) -> str
 def _reads_files(path: Path) -> bool:
     """Whether a module opens the package's own files (texts, poems, the
     explorer's script): they are read through importlib.resources."""
+    s = path.stat()
+    return _reads_files_at(path, s.st_mtime_ns, s.st_size)
+
+
+@functools.cache
+def _reads_files_at(path: Path, mtime_ns: int, size: int) -> bool:
     return "importlib.resources" in imports_of(ast.parse(path.read_bytes()))
