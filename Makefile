@@ -70,7 +70,10 @@ lock: | $(PY)
 
 setup: $(DOCS)
 
-setup-test: $(TESTS)
+setup-# The tests that build scratch books or drive Chromium run in this many
+# processes (pytest-xdist): one per core of the two the book is built on.
+WORKERS ?= 2
+test: $(TESTS)
 
 # PDF=1 also prints the PDF editions where Chromium and the test tools are
 # installed (and says it skipped them where not).
@@ -98,7 +101,7 @@ page: $(DOCS)
 test: $(TESTS)
 	$(PY) -m pytest -m "unit or doctest"
 	@$(MAKE) --no-print-directory html
-	$(PY) -m pytest -m "build or site"
+	$(PY) -m pytest -m "build or site" -n $(WORKERS)
 	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory pdf e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 
@@ -120,9 +123,12 @@ test-unit: $(UNIT)
 
 # Browser tests of the built site: Playwright drives Debian's Chromium.
 # K selects tests by name, e.g. `make e2e K=10-decoder-char-lm` for one chapter.
+# The untimed tests run on both cores (pytest-xdist), then the timed ones
+# (every page's first load, measured) alone. (Exit status 5: K selected none.)
 e2e: $(TESTS)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory html
-	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e $(if $(K),-k "$(K)")
+	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e -n $(WORKERS) -m "not timed" $(if $(K),-k "$(K)") || [ $$? -eq 5 ]
+	MHA_BOOK_E2E=1 $(PY) -m pytest tests/e2e -m timed $(if $(K),-k "$(K)") || [ $$? -eq 5 ]
 
 # ruff: lint and format check of the package, tools, tests and conf.py, and of
 # the pages' code cells (tools/format_cells.py --check, tools/lint_cells.py);

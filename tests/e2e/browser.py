@@ -153,24 +153,26 @@ def math_problems(math: dict) -> list[str]:
 
 def switch_problems(page, base: str, lang: str, other: str, path: str) -> list[str]:
     """Follow the language switch to the other edition and back."""
-    start = f"{base}/{lang}/{path}"
-    page.goto(start)
-    problems = []
-    for here, there in ((lang, other), (other, lang)):
-        link = page.locator("a.book-lang-switch")
-        if link.count() != 1:
-            return [f"{page.url}: {link.count()} language switches"]
-        link.click()
-        page.wait_for_load_state()
-        expected = f"{base}/{there}/{path}"
-        if page.url.split("#")[0] != expected:
-            problems.append(
-                f"switch on {here}/{path} led to {page.url}, expected {expected}"
-            )
-            break
-        if page.title() == "" or "404" in page.title():
-            problems.append(f"{page.url} did not load")
-    return problems
+    page.goto(f"{base}/{lang}/{path}")
+    return follow_switch(page, base, lang, other, path) or follow_switch(
+        page, base, other, lang, path
+    )
+
+
+def follow_switch(page, base: str, here: str, there: str, path: str) -> list[str]:
+    """Click the loaded page's language switch: it must lead to the same page
+    of the other edition, which must load."""
+    link = page.locator("a.book-lang-switch")
+    if link.count() != 1:
+        return [f"{page.url}: {link.count()} language switches"]
+    link.click()
+    page.wait_for_load_state()
+    expected = f"{base}/{there}/{path}"
+    if page.url.split("#")[0] != expected:
+        return [f"switch on {here}/{path} led to {page.url}, expected {expected}"]
+    if page.title() == "" or "404" in page.title():
+        return [f"{page.url} did not load"]
+    return []
 
 
 def search_hits(page, base: str, lang: str, query: str) -> list[str]:

@@ -1,9 +1,10 @@
 """Accessibility of both editions in Chromium.
 
-Every page, collapsed cells and solutions opened: no critical or serious
-violation under axe-core (axe-playwright-python bundles it), every image in
-the content has alt text in the page's language that says what it shows, and
-the headings form an outline (one h1, no level skipped). The language switch,
+Every page is checked by the crawl (test_pages.py), collapsed cells and
+solutions opened: no critical or serious violation under axe-core
+(axe-playwright-python bundles it), every image in the content has alt text
+in the page's language that says what it shows, and the headings form an
+outline (one h1, no level skipped). Here: the language switch,
 search, theme switch, copy buttons, collapsed cells and solutions work with
 the keyboard alone (the attention explorer's keyboard tests are in
 test_explorer.py). The last tests show that the checks catch a broken page.
@@ -14,43 +15,16 @@ import shutil
 
 import pytest
 from browser import (
-    SKIP_PAGES,
     alt_text_problems,
-    axe_problems,
     axe_violations,
     heading_problems,
     serve,
-    site_pages,
     tab_to,
 )
 from conftest import SITE
 
 LANGS = ("zh", "en")
-# The book's pages and the two pages Sphinx generates that a reader opens.
-PAGES = [
-    (lang, path)
-    for lang in LANGS
-    for path in site_pages(SITE, lang) + sorted(SKIP_PAGES - {"py-modindex.html"})
-    if (SITE / lang / path).exists()
-]
-CODE_STYLES: dict[str, set] = {lang: set() for lang in LANGS}  # see CODE_STYLES_JS
 CHAPTER = "03-multi-head.html"  # code, a collapsed cell and solutions
-
-
-@pytest.mark.parametrize(("lang", "path"), PAGES, ids=[f"{lg}/{p}" for lg, p in PAGES])
-def test_every_page_passes_axe_alt_text_and_outline(page, site_url, lang, path):
-    page.goto(f"{site_url}/{lang}/{path}", wait_until="networkidle")
-    assert heading_problems(page) == []
-    assert alt_text_problems(page, lang) == []
-    assert axe_problems(page, seen=CODE_STYLES[lang]) == []
-
-
-def test_pages_are_found():
-    for lang in LANGS:
-        assert sum(1 for lg, _ in PAGES if lg == lang) >= 20
-    # 38 figures per edition at the time of writing: the alt test sees them.
-    html = (SITE / "en" / CHAPTER).read_text(encoding="utf-8")
-    assert re.search(r'<img alt="Flow diagram', html)
 
 
 # --- the keyboard alone ---------------------------------------------------------

@@ -29,7 +29,7 @@ if not CHROMIUM.exists():
     )
 pytest.importorskip("pypdf")
 
-PDF = ROOT / "_build" / "pdf"
+PDF = SITE.parent / "pdf"  # beside the site the tests read (MHA_BOOK_SITE)
 LANGS = ("zh", "en")
 
 

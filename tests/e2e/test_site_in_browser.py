@@ -1,4 +1,7 @@
-"""The built site as a reader sees it: every page, both languages, offline."""
+"""The built site as a reader sees it: the landing page, search, screenshots.
+
+Every page's checks at both widths are the crawl's (test_pages.py).
+"""
 
 import re
 
@@ -6,17 +9,8 @@ import pytest
 from browser import (
     DESKTOP,
     PHONE,
-    code_scroll_problems,
-    english_ui_problems,
-    figure_text_problems,
-    horizontal_scroll_problems,
-    load_problems,
-    open_page,
-    search_field_problems,
     search_hits,
     site_pages,
-    switch_problems,
-    upscaled_figure_problems,
 )
 from conftest import SCREENSHOTS, SITE
 
@@ -29,56 +23,6 @@ SCREENSHOT_PAGES = [
     "10-decoder-char-lm.html",
     "11-pretrained-bert.html",
 ]
-
-
-def failed_checks(checks: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The checks of one page load that found problems, by name."""
-    return {name: problems for name, problems in checks.items() if problems}
-
-
-# Each page is loaded once per width and every check of that width reads the
-# same load: a load waits for the network to go idle, the slow part of the run.
-@pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
-)
-def test_page_on_a_laptop(page, site_url, lang, other, path):
-    seen = open_page(page, f"{site_url}/{lang}/{path}")
-    checks = {
-        "loads cleanly offline": load_problems(page, seen),
-        "code fits its block": code_scroll_problems(page, None),
-        "figures sharp at 2 device px per CSS px": upscaled_figure_problems(
-            page, None, 2
-        ),
-        "one search field": search_field_problems(page, None),
-    }
-    if lang == "zh":  # the sidebars show at 1280 px
-        checks["zh interface has no English"] = english_ui_problems(page, None)
-    assert failed_checks(checks) == {}
-
-
-@pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
-)
-def test_page_on_a_phone(phone, site_url, lang, other, path):
-    seen = open_page(phone, f"{site_url}/{lang}/{path}")
-    checks = {
-        "loads cleanly offline": load_problems(phone, seen),
-        "no sideways scroll": horizontal_scroll_problems(phone, None),
-        "figure text is legible": figure_text_problems(phone, None, SITE),
-        "figures sharp at 3 device px per CSS px": upscaled_figure_problems(
-            phone, None, 3
-        ),
-    }
-    if lang == "zh":  # the header buttons
-        checks["zh interface has no English"] = english_ui_problems(phone, None)
-    assert failed_checks(checks) == {}
-
-
-@pytest.mark.parametrize(
-    "lang,other,path", PAGES, ids=[f"{lang}/{p}" for lang, _, p in PAGES]
-)
-def test_language_switch_round_trip(page, site_url, lang, other, path):
-    assert switch_problems(page, site_url, lang, other, path) == []
 
 
 def test_landing_page_picks_the_readers_language(chromium, site_url):

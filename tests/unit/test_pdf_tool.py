@@ -1,5 +1,6 @@
 """tools/build_book.py --pdf: the PDF step is optional, and says when it skips."""
 
+import json
 import os
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 from tools import build_pdf
 from tools.build.cache import prune_caches
 from tools.build.common import BuildFailed
-from tools.build.pdf import pdf_wanted
+from tools.build.pdf import pdf_wanted, pdfs_up_to_date
 
 
 def test_without_chromium_auto_skips_saying_so_and_yes_fails(monkeypatch, capsys):
@@ -51,3 +52,26 @@ def test_pruning_keeps_the_newest_results_of_each_kind(tmp_path):
         "train-b.lock",
         "train-b.pt",
     ]
+
+
+def test_the_pdfs_are_printed_again_only_when_a_page_they_print_changed(tmp_path):
+    """`make test` prints the PDF editions only when their inputs changed: each
+    edition's PDF must be newer than every page it prints (and the print
+    stylesheet and the printer); `make pdf` on an unchanged site prints nothing."""
+    for lang in ("zh", "en"):
+        page = tmp_path / "html" / lang / "01-overview.html"
+        page.parent.mkdir(parents=True)
+        page.write_text("<p>page</p>", encoding="utf-8")
+        os.utime(page, (1, 1))  # long ago
+    assert not pdfs_up_to_date(tmp_path, ("zh", "en"))  # none printed yet
+    (tmp_path / "pdf").mkdir()
+    for lang in ("zh", "en"):
+        (tmp_path / "pdf" / build_pdf.pdf_name(lang)).write_bytes(b"%PDF")
+        record = {"chapters": [{"doc": "01-overview"}]}
+        (tmp_path / "pdf" / f"{lang}.json").write_text(json.dumps(record))
+    assert pdfs_up_to_date(tmp_path, ("zh", "en"))
+    (tmp_path / "html" / "en" / "01-overview.html").touch()  # rebuilt after printing
+    assert not pdfs_up_to_date(tmp_path, ("zh", "en"))
+    assert pdfs_up_to_date(tmp_path, ("zh",))
+    (tmp_path / "pdf" / "zh.json").unlink()
+    assert not pdfs_up_to_date(tmp_path, ("zh",))

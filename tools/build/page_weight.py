@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 PAGE_WEIGHT = (
-    "page-weight.json"  # in the build folder, written by tests/e2e/test_page_weight.py
+    "page-weight.json"  # in the build folder, written by tests/e2e/test_pages.py
 )
 PAGE_WEIGHT_START, PAGE_WEIGHT_END = "<!-- page-weight -->", "<!-- /page-weight -->"
 
