@@ -138,11 +138,24 @@ def notebook_cells(path: Path) -> list[str] | None:
     return [c.source for c in cells if c.cell_type == "code"] or None
 
 
-def _recorded(cache: Path) -> dict[str, str]:
-    """The digests the stored pages were made with; {} for a missing or damaged file."""
+def _recorded(cache: Path, say: bool = False) -> dict[str, str]:
+    """The digests the stored pages were made with; {} for a missing or damaged
+    file (``say``: print a one-line notice for a damaged one)."""
+    path = cache / DIGESTS_FILE
     try:
-        return dict(json.loads((cache / DIGESTS_FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(recorded, dict):
+            raise TypeError(f"a {type(recorded).__name__}, not an object")
+        return {str(k): str(v) for k, v in recorded.items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError) as err:
+        if say:  # a notice, not a Sphinx warning: the build heals and goes on
+            print(
+                f"WARNING (healed): {path} was unreadable ({type(err).__name__}); "
+                "every page of this edition executes again",
+                flush=True,
+            )
         return {}
 
 
@@ -172,7 +185,7 @@ def _stale_pages(app, env, added, changed, removed) -> list[str]:
     left alone, even after an edit elsewhere in the package.
     """
     cache, pages = Path(app.config.nb_execution_cache_path), selected_pages()
-    recorded, digests = _recorded(cache), {}
+    recorded, digests = _recorded(cache, say=True), {}
     for docname in sorted(env.found_docs):
         if pages is not None and docname not in pages:
             continue  # a partial build leaves the other pages as they are

@@ -203,6 +203,9 @@ def _corrupt(kind: str, cache: Path) -> None:
     if kind == "damaged database":
         (cache / "global.db").write_bytes(b"this is not an sqlite database" * 100)
         return
+    if kind == "damaged page digests":  # docs/_ext/book_cache.py's record
+        (cache / "page-digests.json").write_text('{"index": ', encoding="utf-8")
+        return
     [notebook] = cache.glob("executed/*/base.ipynb")
     if kind == "truncated notebook":
         notebook.write_text(notebook.read_text(encoding="utf8")[:100], encoding="utf8")
@@ -213,7 +216,13 @@ def _corrupt(kind: str, cache: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", ["truncated notebook", "missing notebook", "damaged database"]
+    "kind",
+    [
+        "truncated notebook",
+        "missing notebook",
+        "damaged database",
+        "damaged page digests",
+    ],
 )
 def test_a_corrupt_cache_heals_with_a_warning(scratch, kind):
 
@@ -225,6 +234,8 @@ def test_a_corrupt_cache_heals_with_a_warning(scratch, kind):
     again = build(scratch, "Some new prose.\n\n", cell("print(6 * 7)"))
     assert again.returncode == 0, again.stdout
     assert "WARNING (healed):" in again.stdout
+    if kind == "damaged page digests":
+        assert "page-digests.json was unreadable (JSONDecodeError)" in again.stdout
     assert executed(scratch), "the page whose cache entry was broken did not run again"
     assert "42" in (scratch / "_build/html/zh/index.html").read_text(encoding="utf-8")
 
