@@ -142,9 +142,12 @@ def exports_of(init: Path) -> dict[str, str]:
     return {}
 
 
-def resolve(names, root: Path = ROOT) -> set[str]:
+def resolve(names, root: Path = ROOT, exports=None) -> set[str]:
     """The package modules among ``names``, with a lazy name read as the module
     that defines it (``mha_book.MultiHeadAttention`` -> ``mha_book.attention.mha``).
+
+    ``exports``: each package's lazy names (package -> name -> submodule);
+    default: read from the packages' ``_EXPORTS`` (:func:`exports_of`).
 
     Example:
         >>> sorted(resolve(["torch", "mha_book", "mha_book.causal_mask"]))
@@ -156,21 +159,28 @@ def resolve(names, root: Path = ROOT) -> set[str]:
             found.add(name)
             continue
         package, _, attribute = name.rpartition(".")
-        if package in files and files[package].name == "__init__.py":
+        if exports is not None:
+            module = exports.get(package, {}).get(attribute)
+        elif package in files and files[package].name == "__init__.py":
             module = exports_of(files[package]).get(attribute)
-            if module is not None:
-                found.add(f"{package}.{module}")
+        else:
+            module = None
+        if module is not None:
+            found.add(f"{package}.{module}")
     return found
 
 
-def closure(modules, root: Path = ROOT) -> set[str]:
+def closure(modules, root: Path = ROOT, graph=None) -> set[str]:
     """The package modules that importing ``modules`` runs.
+
+    ``graph``: module -> the package modules it imports; default: read from
+    the files under ``root``.
 
     Example:
         >>> sorted(closure(["mha_book.attention.masks"]))[:3]
         ['mha_book', 'mha_book._checks', 'mha_book._lazy']
     """
-    graph, seen = _graph(root), set()
+    graph, seen = graph if graph is not None else _graph(root), set()
     todo = list(modules)
     while todo:
         name = todo.pop()

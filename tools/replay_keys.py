@@ -107,19 +107,8 @@ def graph(package: Path) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]
         if names.get(name):  # a package of names: importing it imports none of them
             found = {n for n in found if n.rpartition(".")[0] != name}
             found -= {f"{name}.{m}" for m in names[name].values()}
-        edges[name] = {m for m in resolve(found, files, names) if m != name}
+        edges[name] = {m for m in _digest.resolve(found, package, names) if m != name}
     return edges, names
-
-
-def resolve(found, files, names) -> set[str]:
-    modules = set()
-    for n in found:
-        package, _, attribute = n.rpartition(".")
-        if n in files:
-            modules.add(n)
-        elif attribute in names.get(package, {}):
-            modules.add(f"{package}.{names[package][attribute]}")
-    return modules
 
 
 def page_keys(tree: Path) -> dict[str, str]:
@@ -134,10 +123,12 @@ def page_keys(tree: Path) -> dict[str, str]:
         if not cells:
             continue
         wanted, docstrings = cell_imports(cells)
-        start = set(files) if wanted is None else resolve(wanted, files, names)
+        start = (
+            set(files) if wanted is None else _digest.resolve(wanted, package, names)
+        )
         start |= {"mha_book.book"} & set(files)
         code = _digest.modules_digest(
-            closure(start, edges), package, docstrings=docstrings
+            _digest.closure(start, package, edges), package, docstrings=docstrings
         )
         keys[page.relative_to(tree / "docs").as_posix()] = env + code
     return keys
@@ -149,20 +140,6 @@ def without_options(cell: str) -> str:
     while lines and lines[0].startswith(":"):
         lines.pop(0)
     return "\n".join(lines)
-
-
-def closure(start, edges) -> set[str]:
-    seen, todo = set(), list(start)
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in edges:
-            continue
-        seen.add(name)
-        parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))] + sorted(
-            edges[name]
-        )
-    return seen
 
 
 def replay(count: int) -> list[tuple[str, int, int, bool]]:
