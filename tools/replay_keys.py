@@ -6,8 +6,8 @@ Usage: python -m tools.replay_keys [N]   (default 100; prints a table)
 Each commit and its parent are read from git (``git archive``, no checkout).
 Every page of both editions gets the key the build gives it
 (docs/_ext/book_cache.py): the shared environment
-(tools.build.kernel_env.environment_digest: the locks the build installs,
-the kernels' environment file where the tree has one) and the
+(tools.build.kernel_env.environment_digest: the pins of what the kernels
+import, the kernels' environment file where the tree has one) and the
 digest of the package code the page imports (mha_book._digest: followed
 through the package's imports, without comments or docstrings). A commit
 executes a page again when the page's key differs from the parent's.
@@ -50,7 +50,7 @@ def extract(rev: str, dest: Path) -> None:
     """The files of ``rev`` the keys read, into ``dest``."""
     paths = [
         p
-        for p in ("mha_book", "docs", "requirements", "tools")
+        for p in ("mha_book", "docs", "requirements", "tools", "pyproject.toml")
         if git("ls-tree", rev, p)
     ]
     data = subprocess.run(

