@@ -70,10 +70,7 @@ lock: | $(PY)
 
 setup: $(DOCS)
 
-setup-# The tests that build scratch books or drive Chromium run in this many
-# processes (pytest-xdist): one per core of the two the book is built on.
-WORKERS ?= 2
-test: $(TESTS)
+setup-test: $(TESTS)
 
 # PDF=1 also prints the PDF editions where Chromium and the test tools are
 # installed (and says it skipped them where not).
@@ -98,6 +95,9 @@ page: $(DOCS)
 # the browser tests. `make test-fast` runs the unit tests and doctests only.
 # Fails fast: the unit tests and doctests first (a minute), then the build,
 # then the tests of scratch books and of the built site, then the browser.
+# The tests that build scratch books or drive Chromium run in this many
+# processes (pytest-xdist): one per core of the two the book is built on.
+WORKERS ?= 2
 test: $(TESTS)
 	$(PY) -m pytest -m "unit or doctest"
 	@$(MAKE) --no-print-directory html

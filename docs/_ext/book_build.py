@@ -112,6 +112,44 @@ def use_ipc_kernels() -> bool:
     return True
 
 
+# --- kernels forked from one that has imported torch ----------------------------
+def use_warm_kernels() -> bool:
+    """Start this edition's zygote (tools/build/warm_kernel.py) and give the
+    kernels the kernelspec that forks from it; say whether it did.
+
+    Off with MHA_BOOK_WARM_KERNELS=0, and where the runtime folder is too long
+    for a socket path: then every page starts a fresh Python, as before.
+    """
+    import atexit
+    import subprocess
+    import sys
+
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    from tools.build import warm_kernel
+
+    runtime = jupyter_runtime_dir()
+    if os.name != "posix" or os.environ.get("MHA_BOOK_WARM_KERNELS") == "0":
+        return False
+    if len(runtime) > MAX_SOCKET_DIR or warm_kernel.ZYGOTE_ENV in os.environ:
+        return False
+    socket_path = os.path.join(runtime, f"zygote-{os.getpid()}")
+    os.makedirs(runtime, exist_ok=True)
+    zygote = subprocess.Popen(
+        [sys.executable, warm_kernel.__file__, "--zygote", socket_path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    atexit.register(zygote.kill)
+    spec_root = Path(runtime) / "kernelspecs"
+    warm_kernel.write_kernelspec(spec_root)
+    paths = [str(spec_root), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(paths)
+    os.environ[warm_kernel.ZYGOTE_ENV] = socket_path
+    return True
+
+
 # --- executed notebooks outside the site ----------------------------------------
 def _own_output_folder(app):
     """Give each edition its own folder for myst-nb's executed notebooks.
@@ -174,6 +212,7 @@ def use_joined_streams() -> None:
 
 def setup(app):
     use_ipc_kernels()
+    use_warm_kernels()
     use_joined_streams()
     app.connect("builder-inited", _own_output_folder, priority=900)
     app.connect("env-before-read-docs", _note_read)

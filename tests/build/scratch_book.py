@@ -59,10 +59,13 @@ def write_book(repo: Path, *cells: str) -> None:
         page.write_text(HEADER + "".join(cells), encoding="utf-8")
 
 
-def run_build(repo: Path, *args: str, langs=("zh",), own_package=False):
+def run_build(repo: Path, *args: str, langs=("zh",), own_package=False, env=None):
     """Run ``python -m tools.build_book`` in ``repo`` as `make html` does; return
-    the result. With ``own_package``, the kernels import the copy's mha_book."""
-    env = dict(os.environ, PYTHONPATH=str(repo)) if own_package else None
+    the result. With ``own_package``, the kernels import the copy's mha_book;
+    ``env``: variables set for the build."""
+    env = dict(os.environ, **(env or {}))
+    if own_package:
+        env["PYTHONPATH"] = str(repo)
     return subprocess.run(
         [sys.executable, "-m", "tools.build_book", "--langs", *langs, *args],
         cwd=repo,

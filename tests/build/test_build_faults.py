@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from scratch_book import build, cell, executed, write_book
 
@@ -29,11 +30,13 @@ def hanging_book(scratch: Path) -> Path:
 
 
 def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
-    # Only the zh edition's Sphinx process is killed (by its own notebook kernel).
+    # Only the zh edition's Sphinx process is killed (by its own notebook
+    # kernel, whose parent is the edition's kernel zygote: tools/build/warm_kernel.py).
     killer = cell(
-        "import os, signal\n"
+        "import os, signal, psutil\n"
         "if os.environ['MHA_BOOK_LANG'] == 'zh':\n"
-        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    [sphinx] = [p for p in psutil.Process().parents() if '-m sphinx' in ' '.join(p.cmdline())]\n"
+        "    os.kill(sphinx.pid, signal.SIGKILL)\n"
         "print('alive')"
     )
     result = build(scratch, killer, langs=("zh", "en"))
@@ -43,6 +46,14 @@ def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
     assert "build succeeded" not in result.stdout
     assert not (scratch / "_build/html/build-report.html").exists()
     assert not (scratch / "_build/html/index.html").exists()
+    # The killed edition's kernel zygote, kernel and its stand-in end with it.
+    time.sleep(2)
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if str(scratch) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert left == []
 
 
 def test_a_hung_edition_is_stopped_at_its_limit_with_its_kernel(scratch):

