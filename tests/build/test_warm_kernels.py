@@ -43,6 +43,8 @@ def two_pages(repo, env=None):
         (folder / "11-b.md").write_text(HEADER + READ, encoding="utf-8")
     result = run_build(repo, env=env)
     assert result.returncode == 0, result.stdout[-3000:]
+    # A kernel started as jupyter_client starts it prints nothing of its own.
+    assert "To connect another client to this kernel" not in result.stdout
     html = (repo / "_build/html/zh/11-b.html").read_text(encoding="utf-8")
     text = re.sub(r"<[^>]+>", "", html)
     return dict(

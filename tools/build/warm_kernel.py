@@ -187,7 +187,11 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
     os.environ.update(request["env"])
     threading.Thread(target=_watch, args=(request["pid"],), daemon=True).start()
     _fresh_random_state()
-    sys.argv = [sys.argv[0], *request["argv"]]
+    # ipykernel read JPY_PARENT_PID when the zygote imported it, before any
+    # kernel had a parent; this kernel's is given here. (Without a parent a
+    # kernel prints its "connect another client" banner into the build log.)
+    parent = int(os.environ.get("JPY_PARENT_PID") or 0)
+    sys.argv = [sys.argv[0], *request["argv"], f"--IPKernelApp.parent_handle={parent}"]
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()
