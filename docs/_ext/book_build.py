@@ -27,6 +27,8 @@ from docutils import nodes
 def _note_read(app, env, docnames):
     env.book_read_this_build = sorted(docnames)
     env.book_build_started = time.time()
+    if docnames:  # a page read may execute: its kernel forks from the zygote
+        use_warm_kernels()
 
 
 def _write_exec_report(app, exception):
@@ -115,7 +117,9 @@ def use_ipc_kernels() -> bool:
 # --- kernels forked from one that has imported torch ----------------------------
 def use_warm_kernels() -> bool:
     """Start this edition's zygote (tools/build/warm_kernel.py) and give the
-    kernels the kernelspec that forks from it; say whether it did.
+    kernels the kernelspec that forks from it; say whether it did. Called
+    once Sphinx knows it reads some page: a build that reads none (nothing
+    changed) starts no zygote.
 
     Off with MHA_BOOK_WARM_KERNELS=0, and where the runtime folder is too long
     for a socket path: then every page starts a fresh Python, as before.
@@ -212,7 +216,6 @@ def use_joined_streams() -> None:
 
 def setup(app):
     use_ipc_kernels()
-    use_warm_kernels()
     use_joined_streams()
     app.connect("builder-inited", _own_output_folder, priority=900)
     app.connect("env-before-read-docs", _note_read)
