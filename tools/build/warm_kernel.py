@@ -102,7 +102,7 @@ def zygote(path: str) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(64)
-    _end_with_parent(lambda: None)  # the edition's Sphinx, killed: no orphan
+    _end_with_parent()  # the edition's Sphinx, killed: no orphan
     # ipykernel sets this before a page can import matplotlib; matplotlib
     # reads it on import, so it is set here as the kernel would set it.
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -185,7 +185,7 @@ def _become_kernel(request: dict, fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    threading.Thread(target=_watch, args=(request["pid"],), daemon=True).start()
+    _watch(request["pid"])
     _fresh_random_state()
     # ipykernel read JPY_PARENT_PID when the zygote imported it, before any
     # kernel had a parent; this kernel's is given here. (Without a parent a
@@ -211,29 +211,38 @@ def _fresh_random_state() -> None:
     torch.seed()
 
 
-def _end_with_parent(before_exit) -> None:
+def _end_with_parent(before_exit=None) -> None:
     """Exit (after ``before_exit()``) once this process's parent is gone."""
     parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        try:
-            before_exit()
-        finally:
-            os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
+    _exit_when(lambda: os.getppid() != parent, before_exit)
 
 
 def _watch(pid: int) -> None:
     """End this kernel when its stand-in is gone (killed: nothing relays any more)."""
-    while True:
-        time.sleep(0.5)
+    _exit_when(lambda: not _alive(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _exit_when(gone, before_exit=None) -> None:
+    """A thread that exits the process (after ``before_exit()``) once ``gone()``."""
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(0.5)
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            if before_exit is not None:
+                before_exit()
+        finally:
             os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 if __name__ == "__main__":
