@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from needs import needs
 
+from mha_book._digest import imports_of, module_files
 from tools.build.kernel_env import (
     _normal,
     environment_digest,
@@ -30,14 +31,10 @@ KEYED = {
 }
 
 
-def top_level_imports(source: str) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
+def top_level_imports(source: str, module: str = "", package: bool = False) -> set[str]:
+    """The top-level names a module's imports load (``module``: its dotted name,
+    which resolves its relative imports)."""
+    return {n.split(".")[0] for n in imports_of(ast.parse(source), module, package)}
 
 
 def third_party(names: set[str]) -> set[str]:
@@ -47,8 +44,10 @@ def third_party(names: set[str]) -> set[str]:
 def kernel_imports() -> dict[str, set[str]]:
     """Every third-party module the package or a page's code imports -> where."""
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "mha_book").rglob("*.py")):
-        for name in third_party(top_level_imports(path.read_text(encoding="utf-8"))):
+    for module, path in sorted(module_files().items()):
+        source = path.read_text(encoding="utf-8")
+        imported = top_level_imports(source, module, path.name == "__init__.py")
+        for name in third_party(imported):
             found.setdefault(name, set()).add(path.relative_to(ROOT).as_posix())
     for page in sorted((ROOT / "docs" / "en").glob("*.md")):
         for cell in read_page(page).code_cells:
