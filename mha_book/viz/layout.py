@@ -60,13 +60,16 @@ def record_layout(
     return dict(layout)
 
 
-def figure_layout(fig: Figure, *, recorded: bool = True) -> dict:
+def figure_layout(
+    fig: Figure, *, recorded: bool = True, laid_out: bool = False
+) -> dict:
     """Rows and columns of a figure's panels, and the direction of its flow.
 
     The layout a diagram recorded with :func:`record_layout`; otherwise (and
     always with ``recorded=False``) it is read from where the figure's Axes
     lie once laid out: ``rows`` is the most Axes stacked over one another,
-    ``columns`` the most side by side. Colorbars, hidden or empty Axes and
+    ``columns`` the most side by side (the figure is laid out first, unless
+    ``laid_out`` says it was drawn since its last change). Colorbars, hidden or empty Axes and
     twins (``twinx``) are not panels; an Axes spanning several columns counts
     once in each. A figure without panels counts as one.
 
@@ -88,7 +91,8 @@ def figure_layout(fig: Figure, *, recorded: bool = True) -> dict:
     layout = getattr(fig, _LAYOUT_ATTR, None)
     if recorded and layout is not None:
         return dict(layout)
-    fig.draw_without_rendering()  # constrained layout: the final positions
+    if not laid_out:
+        fig.draw_without_rendering()  # constrained layout: the final positions
     boxes = []
     for ax in fig.axes:
         empty = not (ax.axison or ax.has_data() or ax.texts or ax.get_title())

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mha_book.viz.layout import LAYOUT_KEY, figure_layout
+from mha_book.viz.png import compress_png, with_text_chunks
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -109,11 +110,12 @@ def _register_notebook_display() -> None:
         shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
 
 
-def smallest_text_pt(fig: Figure) -> float:
+def smallest_text_pt(fig: Figure, *, laid_out: bool = False) -> float:
     """Font size in points of the smallest text the figure draws (inf if none).
 
     Tick labels count only for the ticks in view (matplotlib keeps spare Tick
-    objects whose labels are never drawn).
+    objects whose labels are never drawn). The figure is laid out first,
+    unless ``laid_out`` says it was drawn since its last change.
 
     Example:
         >>> fig = new_figure(figsize=(3, 2))
@@ -128,7 +130,8 @@ def smallest_text_pt(fig: Figure) -> float:
     from matplotlib.axis import Tick
     from matplotlib.text import Text
 
-    fig.draw_without_rendering()  # lay out, so tick labels are final
+    if not laid_out:
+        fig.draw_without_rendering()  # lay out, so tick labels are final
     tick_labels = {
         id(label) for tick in fig.findobj(Tick) for label in (tick.label1, tick.label2)
     }
@@ -159,7 +162,7 @@ def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
     This is the notebook's PNG formatter for every Figure (see
     :func:`setup_fonts`). The figure is drawn at ``dpi`` x
     :data:`PIXEL_DENSITY` pixels per inch (sharp on a phone's screen), then
-    compressed (:func:`compress_png`). The PNG carries text chunks:
+    compressed (:func:`~mha_book.viz.png.compress_png`). The PNG carries text chunks:
     ``MIN_TEXT_KEY``, the smallest text in image pixels (points x dpi x
     density / 72); ``DENSITY_KEY``, the density; ``LAYOUT_KEY``,
     :func:`figure_layout` as JSON.
@@ -178,68 +181,24 @@ def figure_png(fig: Figure, dpi: int = FIGURE_DPI) -> bytes:
     import json
 
     pixels_per_inch = dpi * PIXEL_DENSITY
-    smallest = smallest_text_pt(fig) * pixels_per_inch / 72
-    layout = json.dumps(figure_layout(fig))
     buf = io.BytesIO()
     fig.savefig(
-        buf,
-        format="png",
-        dpi=pixels_per_inch,
-        bbox_inches="tight",
-        pad_inches=PAD_IN,
-        metadata={
+        buf, format="png", dpi=pixels_per_inch, bbox_inches="tight", pad_inches=PAD_IN
+    )
+    # savefig has just laid the figure out: its text and panels are read as
+    # drawn, without the two more layout passes (half the time of a figure)
+    # that reading them first would take.
+    smallest = smallest_text_pt(fig, laid_out=True) * pixels_per_inch / 72
+    layout = figure_layout(fig, laid_out=True)
+    png = with_text_chunks(
+        buf.getvalue(),
+        {
             MIN_TEXT_KEY: f"{smallest:.2f}",
             DENSITY_KEY: str(PIXEL_DENSITY),
-            LAYOUT_KEY: layout,
+            LAYOUT_KEY: json.dumps(layout),
         },
     )
-    return compress_png(buf.getvalue())
-
-
-# pngquant's quality range: below 85 it keeps the full-colour image. At 85-98
-# a figure's palette copy differs from it by less than the eye can see (PSNR
-# 53 dB on a test figure of a heatmap, a line plot and Chinese labels) and
-# was about a third its size there.
-PALETTE_QUALITY = "85-98"
-
-
-def compress_png(png: bytes) -> bytes:
-    """``png`` made smaller: a palette where it does not show, then lossless packing.
-
-    pngquant (the ``pngquant-cli`` package's binary) turns the image into a
-    palette image when it can do so within :data:`PALETTE_QUALITY`; oxipng
-    (``pyoxipng``) then packs it losslessly. The text chunks are kept. Either
-    tool missing (a plain ``pip install mha-book[plot]`` without them) just
-    skips its step.
-
-    Example:
-        >>> fig = new_figure(figsize=(2, 1))
-        >>> png = figure_png(fig)  # compressed already; once more changes little
-        >>> len(compress_png(png)) <= len(png)
-        True
-    """
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    quant = Path(sys.executable).with_name("pngquant")
-    tool = str(quant) if quant.is_file() else shutil.which("pngquant")
-    if tool:
-        done = subprocess.run(
-            [tool, "--quality", PALETTE_QUALITY, "--speed", "3", "-"],
-            input=png,
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode == 0 and len(done.stdout) < len(png):
-            png = done.stdout
-        # 98/99: the palette would not reach the quality, or would not be smaller
-    try:
-        import oxipng
-    except ImportError:  # pragma: no cover - optional
-        return png
-    return oxipng.optimize_from_memory(png, level=2)
+    return compress_png(png)
 
 
 def new_figure(**kwargs) -> Figure:
