@@ -35,10 +35,58 @@ def radical_problems(texts: list[str]) -> list[str]:
 
 
 def page_texts(pdf: bytes | Path) -> list[str]:
+    """The text of each page (a printed edition's: read once, see :func:`read_pdf`)."""
+    if isinstance(pdf, Path):
+        return read_pdf(pdf)["plain"]
+    return [page.extract_text() or "" for page in _pages(pdf)]
+
+
+def _pages(data: bytes):
     from pypdf import PdfReader
 
-    data = pdf.read_bytes() if isinstance(pdf, Path) else pdf
-    return [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
+    return PdfReader(io.BytesIO(data)).pages
+
+
+def _layout_text(page) -> str:
+    return page.extract_text(extraction_mode="layout")
+
+
+def read_pdf(pdf: Path) -> dict:
+    """A printed PDF's text, page by page: ``plain`` and ``layout`` (pypdf's
+    layout mode, which orders the text by position).
+
+    pypdf takes minutes over the two editions' 700 pages, and every test
+    process and test needs them: the text is kept beside the PDF
+    (``<name>.text.json``) under the SHA-256 of the PDF and of this module,
+    so it is read again only when either changes. A file lock makes the
+    test processes read each PDF once.
+    """
+    import fcntl
+    import hashlib
+    import json
+    import os
+
+    data = pdf.read_bytes()
+    digest = hashlib.sha256(data + Path(__file__).read_bytes()).hexdigest()
+    cache = pdf.with_name(pdf.name + ".text.json")
+    with open(pdf.with_name(pdf.name + ".text.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            stored = json.loads(cache.read_text(encoding="utf-8"))
+            if stored["digest"] == digest:
+                return stored
+        except (OSError, ValueError, KeyError):
+            pass  # none yet, or from another PDF: read it
+        pages = _pages(data)
+        stored = {
+            "digest": digest,
+            "plain": [page.extract_text() or "" for page in pages],
+            "layout": [_layout_text(page) for page in pages],
+        }
+        partial = cache.with_name(cache.name + f".{os.getpid()}")
+        partial.write_text(json.dumps(stored, ensure_ascii=False), encoding="utf-8")
+        partial.replace(cache)
+    return stored
 
 
 def code_lines(source: Path) -> list[str]:
@@ -70,15 +118,13 @@ def page_edges(pdf: bytes | Path, first: int = 1, count: int | None = None):
     pypdf's layout mode orders the text by position, so a code line that
     wraps across a page break ends one page and starts the next.
     """
-    from pypdf import PdfReader
-
-    data = pdf.read_bytes() if isinstance(pdf, Path) else pdf
-    pages = PdfReader(io.BytesIO(data)).pages
+    if isinstance(pdf, Path):
+        layouts = read_pdf(pdf)["layout"]
+    else:
+        layouts = [_layout_text(page) for page in _pages(pdf)]
     edges = []
-    for page in pages[first - 1 : None if count is None else first - 1 + count]:
-        lines = [
-            line for line in page.extract_text(extraction_mode="layout").splitlines()
-        ]
+    for layout in layouts[first - 1 : None if count is None else first - 1 + count]:
+        lines = layout.splitlines()
         lines = [line for line in lines if line.strip()][1:]  # the header
         if lines and lines[-1].strip().isdigit():
             lines = lines[:-1]  # the page number

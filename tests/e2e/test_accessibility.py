@@ -124,7 +124,8 @@ def test_a_solution_opens_from_the_keyboard(page, site_url, lang):
 
 # --- the checks can fail ----------------------------------------------------------
 def test_a_broken_page_is_reported(page, tmp_path):
-    """A copy of a chapter: one figure without alt, grey-on-white text, an h4 after h2."""
+    """A copy of a chapter: one figure without alt, grey-on-white text, a code
+    keyword grey on the code block's grey, an h4 after h2."""
     copy = tmp_path / "html"
     shutil.copytree(SITE / "en", copy / "en")
     html = copy / "en" / CHAPTER
@@ -138,6 +139,12 @@ def test_a_broken_page_is_reported(page, tmp_path):
     head, article = text.split(
         "<article", 1
     )  # the article's h1, not the print-only one
+    # Code is checked once per style (browser.CODE_STYLES_JS): a new one is seen.
+    head = head.replace(
+        "</head>",
+        "<style>div.highlight pre .k { color: #c8c8c8 !important; }</style></head>",
+        1,
+    )
     text = (
         head
         + "<article"
@@ -149,13 +156,15 @@ def test_a_broken_page_is_reported(page, tmp_path):
     )
     html.write_text(text, encoding="utf-8")
     with serve(copy) as url:  # a new port: nothing comes from the browser's cache
-        found = {
-            v["id"]: v["impact"] for v in axe_violations(page, f"{url}/en/{CHAPTER}")
-        }
+        violations = axe_violations(page, f"{url}/en/{CHAPTER}")
+        found = {v["id"]: v["impact"] for v in violations}
         alt = alt_text_problems(page, "en")
         outline = heading_problems(page)
     assert found.get("image-alt") == "critical", found
     assert found.get("color-contrast") == "serious", found
+    faint = [n["html"] for v in violations for n in v["nodes"]]
+    assert any("Faint text." in html for html in faint), faint
+    assert any('class="k"' in html for html in faint), faint
     assert any("no alt text" in p for p in alt), alt
     assert any("followed by h4" in p for p in outline), outline
 

@@ -5,6 +5,7 @@ Skipped without Chromium (nothing could have printed them); with Chromium,
 """
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -35,9 +36,14 @@ LANGS = ("zh", "en")
 
 @pytest.fixture(scope="module")
 def editions():
-    """Per language: the record, the PDF's path and its text page by page."""
+    """Per language: the record, the PDF's path and its text page by page.
+
+    Each PDF's text is read once and kept (pdf_checks.read_pdf); two test
+    processes start with different editions, so each reads one.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     out = {}
-    for lang in LANGS:
+    for lang in LANGS if int(worker or 0) % 2 == 0 else LANGS[::-1]:
         pdf, record = PDF / f"mha-book-{lang}.pdf", PDF / f"{lang}.json"
         if not (pdf.exists() and record.exists()):
             pytest.fail(f"{pdf} is not printed: run `make pdf`")
