@@ -284,10 +284,18 @@ def _save_warned(app, exception):
 
 
 def _read_warned_again(app, env, added, changed, removed):
-    path = _warned_file(app)
-    if not path.exists():
-        return []
-    warned = set(json.loads(path.read_text(encoding="utf-8")))
+    from tools.build.common import read_record
+
+    # Damaged, it cannot say which pages warned: every page is read again.
+    warned = set(
+        read_record(
+            _warned_file(app),
+            [],
+            list,
+            damaged=list(env.all_docs),
+            healing="every page is read again",
+        )
+    )
     return sorted(warned & set(env.all_docs) - set(removed))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from scratch_book import build, cell, executed, write_book
+from scratch_book import build, cell, executed, run_build, write_book
 
 
 def hanging_book(scratch: Path) -> Path:
@@ -265,3 +265,28 @@ def test_kernels_talk_over_unix_sockets_in_a_folder_removed_after_the_build(
         assert transport == "ipc", line
         assert f"/mha-{lang}-" in sockets  # the edition's own runtime folder
         assert not Path(sockets).parent.exists(), "runtime folder left behind"
+
+
+def test_damaged_bookkeeping_files_heal_with_a_warning(scratch):
+    """Garbage in the build's times or in its record of the pages that warned:
+    one line says so, the build succeeds and writes both afresh. A damaged
+    record of warned pages cannot say which pages warned, so every page is
+    read again (and a failure it recorded is never hidden)."""
+    first = build(scratch, cell("print(6 * 7)"))
+    assert first.returncode == 0, first.stdout
+    times = scratch / "_build" / "build-times.json"
+    warned = scratch / "_build" / "reports" / "zh" / "warned.json"
+    for path in (times, warned):
+        assert path.exists(), path
+        path.write_text("garbage {", encoding="utf-8")
+    again = run_build(scratch)  # nothing changed: only a page that warned is read
+    assert again.returncode == 0, again.stdout
+    assert "build-times.json was unreadable (JSONDecodeError); starting it afresh" in (
+        again.stdout
+    )
+    assert "warned.json was unreadable (JSONDecodeError); every page is read again" in (
+        again.stdout
+    )
+    assert "from cache" in again.stdout  # the page was read again
+    assert "last" in json.loads(times.read_text(encoding="utf-8"))
+    assert json.loads(warned.read_text(encoding="utf-8")) == []

@@ -73,5 +73,7 @@ def test_the_pdfs_are_printed_again_only_when_a_page_they_print_changed(tmp_path
     (tmp_path / "html" / "en" / "01-overview.html").touch()  # rebuilt after printing
     assert not pdfs_up_to_date(tmp_path, ("zh", "en"))
     assert pdfs_up_to_date(tmp_path, ("zh",))
+    (tmp_path / "pdf" / "zh.json").write_text("{garbage")  # damaged: print again
+    assert not pdfs_up_to_date(tmp_path, ("zh",))
     (tmp_path / "pdf" / "zh.json").unlink()
     assert not pdfs_up_to_date(tmp_path, ("zh",))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from .. import build_pdf
-from .common import ROOT, BuildFailed
+from .common import ROOT, BuildFailed, read_record
 
 
 def pdf_wanted(choice: str, partial: bool) -> bool:
@@ -39,7 +38,11 @@ def pdfs_up_to_date(build: Path, langs) -> bool:
         if not (pdf.exists() and record.exists()):
             return False
         made = pdf.stat().st_mtime
-        chapters = json.loads(record.read_text(encoding="utf-8"))["chapters"]
+        chapters = read_record(record, {}, healing="printing the PDFs again").get(
+            "chapters"
+        )
+        if not isinstance(chapters, list):  # damaged: print again
+            return False
         sources = [ROOT / "docs/_static/book.css", Path(build_pdf.__file__)]
         sources += [build / "html" / lang / f"{c['doc']}.html" for c in chapters]
         if any(not p.exists() or p.stat().st_mtime > made for p in sources):

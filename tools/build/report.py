@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from .common import LANGS
+from .common import LANGS, read_record
 from .page_weight import page_weight_section
 
 
@@ -18,10 +18,7 @@ def exec_rows(build: Path, langs=LANGS) -> list[tuple]:
     """(lang, page, seconds of last execution, status in this build) for every page."""
     rows = []
     for lang in langs:
-        path = build / "exec" / f"{lang}.json"
-        if not path.exists():
-            continue
-        for doc, d in json.loads(path.read_text(encoding="utf-8")).items():
+        for doc, d in read_record(build / "exec" / f"{lang}.json", {}).items():
             runtime = d.get("runtime")
             status = (
                 "FAILED"
@@ -93,11 +90,7 @@ def build_kind(rows: list[tuple]) -> str:
 def record_build_time(build: Path, rows: list[tuple], seconds: float) -> dict:
     """Keep this build's time in build-times.json, as its kind and as the last."""
     times_file = build / "build-times.json"
-    times = (
-        json.loads(times_file.read_text(encoding="utf-8"))
-        if times_file.exists()
-        else {}
-    )
+    times = read_record(times_file, {})
     entry = {
         "seconds": round(seconds, 1),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
