@@ -138,25 +138,15 @@ def notebook_cells(path: Path) -> list[str] | None:
     return [c.source for c in cells if c.cell_type == "code"] or None
 
 
-def _recorded(cache: Path, say: bool = False) -> dict[str, str]:
-    """The digests the stored pages were made with; {} for a missing or damaged
-    file (``say``: print a one-line notice for a damaged one)."""
-    path = cache / DIGESTS_FILE
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(recorded, dict):
-            raise TypeError(f"a {type(recorded).__name__}, not an object")
-        return {str(k): str(v) for k, v in recorded.items()}
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, TypeError) as err:
-        if say:  # a notice, not a Sphinx warning: the build heals and goes on
-            print(
-                f"WARNING (healed): {path} was unreadable ({type(err).__name__}); "
-                "every page of this edition executes again",
-                flush=True,
-            )
-        return {}
+def _recorded(cache: Path) -> dict[str, str]:
+    """The digests the stored pages were made with; {} for a missing file, and
+    for a damaged one, which heals with a one-line notice."""
+    from tools.build.common import read_record
+
+    recorded = read_record(
+        cache / DIGESTS_FILE, {}, healing="every page of this edition executes again"
+    )
+    return {str(k): str(v) for k, v in recorded.items()}
 
 
 def drop_cached(cache: Path, sources: list[Path]) -> None:
@@ -185,7 +175,8 @@ def _stale_pages(app, env, added, changed, removed) -> list[str]:
     left alone, even after an edit elsewhere in the package.
     """
     cache, pages = Path(app.config.nb_execution_cache_path), selected_pages()
-    recorded, digests = _recorded(cache, say=True), {}
+    recorded, digests = _recorded(cache), {}
+    app.book_recorded_digests = recorded  # _record_digests adds to them
     for docname in sorted(env.found_docs):
         if pages is not None and docname not in pages:
             continue  # a partial build leaves the other pages as they are
@@ -205,7 +196,9 @@ def _record_digests(app, exception) -> None:
     digests = getattr(app, "book_page_digests", {})
     started = getattr(app.env, "book_build_started", float("inf"))
     cache = Path(app.config.nb_execution_cache_path)
-    recorded = _recorded(cache)
+    recorded = getattr(app, "book_recorded_digests", None)
+    if recorded is None:  # (the outdated pages were not looked for)
+        recorded = _recorded(cache)
     for docname, digest in digests.items():
         data = NbMetadataCollector.get_exec_data(app.env, docname) or {}
         if data.get("succeeded") and data.get("mtime", 0) >= started:
