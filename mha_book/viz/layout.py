@@ -69,9 +69,9 @@ def figure_layout(
     always with ``recorded=False``) it is read from where the figure's Axes
     lie once laid out: ``rows`` is the most Axes stacked over one another,
     ``columns`` the most side by side (the figure is laid out first, unless
-    ``laid_out`` says it was drawn since its last change). Colorbars, hidden or empty Axes and
-    twins (``twinx``) are not panels; an Axes spanning several columns counts
-    once in each. A figure without panels counts as one.
+    ``laid_out`` says it was drawn since its last change). Colorbars, hidden
+    or empty Axes and twins (``twinx``) are not panels; an Axes spanning
+    several columns counts once in each. A figure without panels counts as one.
 
     Returns:
         ``{"rows": int, "columns": int, "direction": str | None}``, with a
