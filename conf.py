@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-# tools.build.kernel_env: the kernels' environment, which keys the execution cache
+# tools.build.environment_key: the kernels' environment, which keys the execution cache
 sys.path.insert(0, str(ROOT))
 
 import book_cache  # noqa: E402

@@ -6,12 +6,14 @@ Usage: python -m tools.replay_keys [N]   (default 100; prints a table)
 Each commit and its parent are read from git (``git archive``, no checkout).
 Every page of both editions gets the key the build gives it
 (docs/_ext/book_cache.py): the shared environment
-(tools.build.kernel_env.environment_digest: the pins of what the kernels
+(tools.build.environment_key.environment_digest: the pins of what the kernels
 import, the kernels' environment file where the tree has one) and the
 digest of the package code the page imports (mha_book._digest: followed
 through the package's imports, without comments or docstrings). A commit
 executes a page again when the page's key differs from the parent's.
 
+Older trees kept the key's own code in tools/build/kernel_env.py: it is read
+as if split as today (only what today's kernel_env.py defines is keyed).
 Older trees import their names eagerly in ``mha_book/__init__.py``; they are
 read as if those names were lazy (the names' modules taken from the eager
 imports), so that each commit is judged by today's keying rather than by the
@@ -33,10 +35,11 @@ from pathlib import Path
 from mha_book import _digest
 from mha_book._cell_imports import cell_imports
 
-from .build.kernel_env import environment_digest
+from .build.environment_key import environment_digest
 from .page_model import read_page
 
 ROOT = Path(__file__).resolve().parents[1]
+KERNEL_ENV = ROOT / "tools/build/kernel_env.py"
 OLD_KEY = ("mha_book/", "requirements/", "pyproject.toml", "tools/build_book.py")
 
 
@@ -111,11 +114,36 @@ def graph(package: Path) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]
     return edges, names
 
 
+def defined_names(node: ast.stmt) -> set[str]:
+    """The top-level names a statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def split_kernel_env(tree: Path) -> None:
+    """An older kernel_env.py that also computed the key, read as today's: only
+    the statements that bind what today's kernel_env.py binds (or nothing)."""
+    path = tree / "tools/build/kernel_env.py"
+    if not path.exists():
+        return
+    today = set().union(*map(defined_names, ast.parse(KERNEL_ENV.read_bytes()).body))
+    old = ast.parse(path.read_bytes())
+    old.body = [n for n in old.body if defined_names(n) <= today]
+    path.write_text(ast.unparse(old), encoding="utf-8")
+
+
 def page_keys(tree: Path) -> dict[str, str]:
     """Every page of both editions -> its key, as the build computes it."""
     package = tree / "mha_book"
     edges, names = graph(package)
     files = _digest.module_files(package)
+    split_kernel_env(tree)
     env = environment_digest(tree, sys.version)
     keys = {}
     for page in sorted((tree / "docs").glob("[ez][nh]/*.md")):

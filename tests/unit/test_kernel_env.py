@@ -1,5 +1,5 @@
 """The key of the stored pages covers what the kernels import, and no more
-(tools/build/kernel_env.py): every distribution the package or a page's code
+(tools/build/environment_key.py): every distribution the package or a page's code
 imports has its pin in the key; a pin nothing imports is left out, so that
 bumping it executes nothing again; a bump of one that is imported changes it."""
 
@@ -12,7 +12,7 @@ import pytest
 from needs import needs
 
 from mha_book._digest import imports_of, module_files
-from tools.build.kernel_env import (
+from tools.build.environment_key import (
     _normal,
     environment_digest,
     kernel_pins,
@@ -82,9 +82,17 @@ def test_pins_nothing_imports_are_left_out():
         assert dist in KEYED
 
 
+KERNEL_CODE = ("tools/build/kernel_env.py", "tools/build/warm_kernel.py")
+
+
 def lock_tree(tmp_path: Path, docs_lock: str) -> Path:
     """A copy of the files environment_digest reads, with this docs lock."""
-    for name in ("pyproject.toml", "requirements/torch.txt", "requirements/test.txt"):
+    for name in (
+        "pyproject.toml",
+        "requirements/torch.txt",
+        "requirements/test.txt",
+        *KERNEL_CODE,
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes((ROOT / name).read_bytes())
     (tmp_path / "requirements/docs.txt").write_text(docs_lock, encoding="utf-8")
@@ -114,3 +122,39 @@ def test_a_bumped_pin_changes_the_key_exactly_when_a_kernel_imports_it(
         lock_tree(tmp_path / "b", bumped(DOCS_LOCK, dist)), "3.11"
     )
     assert (before != after) is executes
+
+
+EDITS = {  # an edit to the files that start the kernels -> whether it executes again
+    "a comment": ("\ndef build_env(", "\n# a new comment\ndef build_env(", False),
+    "a docstring": (
+        '"""The IPython folder of the build',
+        '"""The IPython folder (reworded) of the build',
+        False,
+    ),
+    "the kernels' environment": (
+        'env["PYTHONHASHSEED"] = "0"',
+        'env["PYTHONHASHSEED"] = "1"',
+        True,
+    ),
+    "the startup file": ("short_tracebacks()\\n", "short_tracebacks(1)\\n", True),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_the_kernels_code_is_keyed_by_what_it_does(tmp_path, edit):
+    old, new, executes = EDITS[edit]
+    before = environment_digest(lock_tree(tmp_path / "a", DOCS_LOCK), "3.11")
+    tree = lock_tree(tmp_path / "b", DOCS_LOCK)
+    path = tree / KERNEL_CODE[0]
+    source = path.read_text(encoding="utf-8")
+    assert source.count(old) == 1
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    assert (environment_digest(tree, "3.11") != before) is executes
+
+
+def test_the_code_that_computes_the_key_is_not_in_it(tmp_path):
+    """Reading the locks differently (tools/build/environment_key.py) executes
+    nothing: only what the kernels see is keyed, not how the key is made."""
+    tree = lock_tree(tmp_path, DOCS_LOCK)
+    assert not (tree / "tools/build/environment_key.py").exists()
+    assert environment_digest(tree, "3.11") == environment_digest(ROOT, "3.11")
