@@ -148,17 +148,20 @@ def cut_fonts(paths: list[Path], unicodes: set[int], options: subset.Options) ->
     """Rewrite each WOFF2 font in ``paths`` in place with only the ``unicodes`` it has.
 
     Each cut is kept beside the site (:func:`font_cuts_dir`), named for the
-    font's bytes, the code points and the options: a rebuild whose pages name
-    the same characters copies it instead of cutting again (a second a build).
+    font's bytes, the code points, the options and fontTools' version: a
+    rebuild whose pages name the same characters copies it instead of cutting
+    again (a second of each edition's build).
     """
     options.flavor = "woff2"
     for font_path in paths:
         data = font_path.read_bytes()
         kept = font_cuts_dir(font_path) / f"{_cut_key(data, unicodes, options)}.woff2"
-        if kept.is_file():
+        try:
             shutil.copyfile(kept, font_path)
-            os.utime(kept)  # used: kept by the pruning below
+            os.utime(kept)  # used: not pruned (prune_font_cuts)
             continue
+        except FileNotFoundError:
+            pass
         font = TTFont(io.BytesIO(data))
         subsetter = subset.Subsetter(options)
         subsetter.populate(unicodes=unicodes & set(font.getBestCmap() or {}))
@@ -166,7 +169,9 @@ def cut_fonts(paths: list[Path], unicodes: set[int], options: subset.Options) ->
         font.flavor = "woff2"
         font.save(font_path)
         kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(font_path, kept)
+        partial = kept.with_suffix(f".{os.getpid()}.part")  # builds run at once
+        shutil.copyfile(font_path, partial)
+        partial.replace(kept)
 
 
 def _cut_key(data: bytes, unicodes: set[int], options: subset.Options) -> str:
@@ -176,20 +181,27 @@ def _cut_key(data: bytes, unicodes: set[int], options: subset.Options) -> str:
     return h.hexdigest()[:32]
 
 
+FONT_CUTS_ENV = "MHA_BOOK_FONT_CUTS"  # a folder shared by several builds
+
+
 def font_cuts_dir(font_path: Path) -> Path:
-    """Where the cut fonts of an edition are kept: ``_build/html/en/_static/...``
-    -> ``_build/font-cuts/en``."""
+    """Where the cut fonts are kept: ``$MHA_BOOK_FONT_CUTS``, or beside the
+    site: ``_build/html/en/_static/...`` -> ``_build/font-cuts``."""
+    if os.environ.get(FONT_CUTS_ENV):
+        return Path(os.environ[FONT_CUTS_ENV])
     outdir = next(p for p in font_path.parents if p.parent.name == "html")
-    return outdir.parent.parent / "font-cuts" / outdir.name
+    return outdir.parent.parent / "font-cuts"
 
 
 def prune_font_cuts(outdir: Path, keep_days: float = 7.0) -> None:
-    """Remove the kept cuts no build of this edition has used for ``keep_days``."""
-    folder = outdir.parent.parent / "font-cuts" / outdir.name
+    """Remove the kept cuts that no build has used for ``keep_days``."""
     cutoff = time.time() - keep_days * 86400
-    for old in folder.glob("*.woff2"):
-        if old.stat().st_mtime < cutoff:
-            old.unlink(missing_ok=True)
+    for old in font_cuts_dir(outdir / "_static" / "x").glob("*.woff2"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except FileNotFoundError:  # another edition pruned it first
+            pass
 
 
 KATEX_FONTS = Path("_static/katex/fonts")

@@ -1,8 +1,14 @@
 """Fixtures of the build tests: a scratch copy of the build machinery, and
 one clean two-edition book shared by the tests that only read it."""
 
+import os
+
 import pytest
-from scratch_book import build, cell, copy_build_machinery
+from scratch_book import ROOT, build, cell, copy_build_machinery
+
+# The fonts every scratch book cuts alike are cut once, in the folder the
+# book's own build keeps its cuts in (docs/_ext/book_assets.py).
+os.environ.setdefault("MHA_BOOK_FONT_CUTS", str(ROOT / "_build" / "font-cuts"))
 
 
 @pytest.fixture
