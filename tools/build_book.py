@@ -28,7 +28,8 @@ The build succeeds only if every edition exits 0; an edition killed by a
 signal or stopped at its wall-clock limit (MHA_BOOK_EDITION_TIMEOUT seconds,
 default 1800, or --timeout) fails it, and the build says which and why. Each
 edition runs in its own process group: the limit, Ctrl-C and SIGTERM stop
-its notebook kernels too. --clean deletes only a folder this script made.
+its notebook kernels too. The build writes only into a new or empty folder,
+or one it made (it marks them); --clean deletes only a folder this script made.
 
 The steps live in tools/build/, one module per concern; build_book() below
 lists them in order.
@@ -193,6 +194,8 @@ def main(argv=None) -> int:
     if options.pages:
         options.pages = check_pages(docs, options.pages)
     problem = cache.clean(build, check_only=True) if options.clean else None
+    defaults = (FULL_BUILD.resolve(), PARTIAL_BUILD.resolve())
+    problem = problem or cache.foreign(build, own_defaults=defaults)
     if problem:
         print(f"build FAILED: {problem}")
         return 1

@@ -121,6 +121,28 @@ def test_clean_refuses_a_folder_the_build_did_not_make(scratch, tmp_path):
     assert (foreign / "notes.txt").read_text(encoding="utf-8") == "keep me"
 
 
+def test_a_folder_the_build_did_not_make_is_never_written_or_marked(scratch, tmp_path):
+    """Building into someone's folder, then --clean on it, used to delete their
+    files: the build had marked the folder as its own."""
+    foreign = tmp_path / "precious"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me", encoding="utf-8")
+    write_book(scratch, cell("print(1)"))
+    for extra in ([], ["--clean"]):
+        result = run_build(scratch, "--build-dir", str(foreign), *extra)
+        assert result.returncode != 0
+        assert "refusing to" in result.stdout and str(foreign) in result.stdout
+        assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    # A new folder and an empty one are the build's: built into, and marked.
+    for fresh in (tmp_path / "new", tmp_path / "empty"):
+        if fresh.name == "empty":
+            fresh.mkdir()
+        result = run_build(scratch, "--build-dir", str(fresh))
+        assert result.returncode == 0, result.stdout[-2000:]
+        assert (fresh / ".mha_book_build").exists()
+        assert (fresh / "html" / "zh" / "index.html").exists()
+
+
 def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratch):
     first = build(scratch, cell("print(1)"))
     assert first.returncode == 0, first.stdout

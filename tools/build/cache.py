@@ -74,9 +74,31 @@ BUILD_MARKER = ".mha_book_build"
 
 
 def claim(build: Path) -> None:
-    """Create the build folder (if needed) and mark it as the build's own."""
+    """Create the build folder (if needed) and mark it as the build's own
+    (:func:`foreign` has said it may)."""
     build.mkdir(parents=True, exist_ok=True)
     (build / BUILD_MARKER).touch()
+
+
+def foreign(build: Path, own_defaults=()) -> str | None:
+    """Why the build must not write into ``build``, or None: a folder that holds
+    files and carries no mark is someone else's, and the build neither writes
+    into it nor marks it (a later --clean would delete the files). The
+    default build folders (``own_defaults``: ``_build``, ``_build/partial``)
+    are the build's by name, marked or not (older builds left no mark)."""
+    if not build.exists():
+        return None
+    if not build.is_dir():
+        return f"refusing to build into {build}: not a folder"
+    if build in own_defaults or (build / BUILD_MARKER).exists():
+        return None
+    if any(p.name != ".lock" for p in build.iterdir()):
+        return (
+            f"refusing to build into {build}: it holds files and was not made by "
+            f"tools/build_book.py (no {BUILD_MARKER} in it); name a new or empty "
+            "folder with --build-dir"
+        )
+    return None
 
 
 def clean(build: Path, check_only: bool = False) -> str | None:
