@@ -49,6 +49,7 @@ extensions = [
     "book_search",  # Chinese search that segments the reader's query
     "book_assets",
     "book_progress",
+    "book_written",  # a page damaged on disk is written again
     "sphinx_last_updated_by_git",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]

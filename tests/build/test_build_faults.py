@@ -143,6 +143,37 @@ def test_a_folder_the_build_did_not_make_is_never_written_or_marked(scratch, tmp
         assert (fresh / "html" / "zh" / "index.html").exists()
 
 
+FIGURE = (
+    "import io\nfrom IPython.display import Image\nfrom matplotlib.figure import Figure\n"
+    "fig, png = Figure(figsize=(2, 1)), io.BytesIO()\n"
+    "fig.add_subplot().plot([0, 1])\nfig.savefig(png, format='png')\n"
+    "Image(png.getvalue())"
+)
+
+
+def test_a_page_or_figure_damaged_on_disk_is_written_again(scratch):
+    """A page cut short after a build (a full disk, a killed copy) used to stay
+    cut short, and the next build said it succeeded."""
+    first = build(scratch, cell("print(6 * 7)"), cell(FIGURE))
+    assert first.returncode == 0, first.stdout[-2000:]
+    site = scratch / "_build" / "html" / "zh"
+    page, figure = site / "index.html", next((site / "_images").glob("*.png"))
+    whole = {path: path.read_bytes() for path in (page, figure)}
+    for damaged in (page, figure):
+        damaged.write_bytes(whole[damaged][: len(whole[damaged]) // 2])
+        result = run_build(scratch)
+        assert result.returncode == 0, result.stdout[-2000:]
+        assert (
+            "1 page(s) on disk differ from what the last build wrote" in result.stdout
+        )
+        assert {path: path.read_bytes() for path in whole} == whole
+    quiet = run_build(scratch)  # nothing damaged: nothing said, nothing written
+    assert "differ from what" not in quiet.stdout and "no record" not in quiet.stdout
+    (scratch / "_build" / "reports" / "zh" / "written.json").write_text("{garbage")
+    healed = run_build(scratch)
+    assert healed.returncode == 0 and "WARNING (healed)" in healed.stdout
+
+
 def test_clean_deletes_its_own_build_and_the_table_never_shows_an_old_one(scratch):
     first = build(scratch, cell("print(1)"))
     assert first.returncode == 0, first.stdout
