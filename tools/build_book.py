@@ -51,7 +51,7 @@ from .build.common import FULL_BUILD, LANGS, PARTIAL_BUILD, ROOT, BuildFailed
 
 def build_book(options: argparse.Namespace, docs: Path, build: Path) -> int:
     """The build proper, run while holding the build folder's lock."""
-    start = time.perf_counter()
+    start, started_at = time.perf_counter(), time.time()
     try:
         prepare_folder(build, options.clean, options.langs)
         gates.run_gates(docs)
@@ -72,7 +72,7 @@ def build_book(options: argparse.Namespace, docs: Path, build: Path) -> int:
     rows = report.exec_rows(build, options.langs)
     report.print_exec_table(rows)
     if code == 0:
-        code = finish_site(options, docs, build, rows, start, printing)
+        code = finish_site(options, docs, build, rows, start, printing, started_at)
     print_outcome(code, build, time.perf_counter() - start)
     return code
 
@@ -91,9 +91,12 @@ def prepare_folder(build: Path, clean: bool, langs) -> None:
         (build / "html" / lang / "sitemap.xml").unlink(missing_ok=True)
 
 
-def finish_site(options, docs: Path, build: Path, rows, start: float, printing) -> int:
+def finish_site(
+    options, docs: Path, build: Path, rows, start: float, printing, started_at: float
+) -> int:
     """After both editions built: the landing page, sitemap, report, PDFs and
-    the compressed copies; prune old caches."""
+    the compressed copies; prune old caches (never what this build used: it
+    started at ``started_at``, epoch seconds)."""
     out = build / "html"
     if (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
@@ -101,7 +104,7 @@ def finish_site(options, docs: Path, build: Path, rows, start: float, printing) 
     sitemap.join_sitemaps(out, os.environ.get(sitemap.BASE_URL_ENV, "").strip() or None)
     if not options.pages:
         report.write_build_report(build, rows, time.perf_counter() - start)
-    cache.prune_caches(build, options.langs)
+    cache.prune_caches(build, options.langs, used_since=started_at)
     try:
         if printing:
             pdf.make_pdfs(build, options.langs)

@@ -8,9 +8,11 @@ A result is stored under a digest of everything that can change it: the
 package code the computation runs (:func:`mha_book._digest.code_digest` of
 the modules it names, followed through their imports, read without comments
 and docstrings), the versions of torch and numpy, the number of torch
-threads, and the inputs of the call (tensors by dtype, shape and bytes). Any
-change gives a new digest, so a stale result is never served; it is simply
-not found. An edit elsewhere in the package, or to a docstring, keeps it. The folder is named by the environment variable
+threads, and the inputs of the call (tensors and arrays by dtype, shape and
+bytes). Any change gives a new digest, so a stale result is never served; it
+is simply not found. Each stored file has the SHA-256 of its bytes beside it
+(``.sha256``), and a result must be of the type the caller names: a file
+changed on disk, or of the wrong type, is computed again, never used. An edit elsewhere in the package, or to a docstring, keeps it. The folder is named by the environment variable
 ``MHA_BOOK_ARTIFACTS`` (the book's build sets it); without it nothing is cached.
 Concurrent callers with the same digest wait for each other (a file lock), so
 the work is done once; a caller with other work to do can pass ``wait=False``
@@ -23,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -61,6 +64,17 @@ def _update(h, value: object) -> None:
         t = value.detach().cpu().contiguous()
         h.update(f"tensor|{t.dtype}|{tuple(t.shape)}|".encode())
         h.update(t.view(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, numpy.ndarray):  # its bytes: str() elides large arrays
+        if value.dtype.hasobject:
+            raise TypeError(
+                "digest: a numpy array of Python objects has no bytes to hash"
+            )
+        a = numpy.ascontiguousarray(value)
+        h.update(f"ndarray|{a.dtype.str}|{a.shape}|".encode() + a.tobytes())
+    elif isinstance(value, (set, frozenset)):  # in an order that does not vary
+        h.update(f"set{len(value)}|".encode())
+        for item in sorted(value, key=repr):
+            _update(h, item)
     elif isinstance(value, dict):
         h.update(b"dict|")
         for key in sorted(value, key=str):
@@ -81,6 +95,9 @@ def digest(*parts: object) -> str:
         >>> digest({"a": torch.zeros(2)}) == digest({"a": torch.zeros(2)})
         True
         >>> digest(torch.zeros(2)) == digest(torch.zeros(2, dtype=torch.float64))
+        False
+        >>> a = numpy.arange(10000); b = a.copy(); b[5000] = -1
+        >>> digest(a) == digest(b)  # every element counts, not a summary
         False
     """
     h = hashlib.sha256()
@@ -120,11 +137,13 @@ def cached(
     load: Callable[[Path], Result],
     wait: bool = True,
     code: Sequence[str] | None = None,
+    kind: type | tuple[type, ...] = object,
 ) -> tuple[Result, bool]:
     """``compute()``, or the stored result of an identical earlier call.
 
     Args:
-        name: What is stored, for the file name (e.g. ``"train"``).
+        name: What is stored, for the file name (e.g. ``"train"``): letters,
+            digits, ``_``, ``-`` and ``.``, no path.
         key: Every input of the computation besides the package itself.
         compute: Makes the result.
         save: Writes a result to a path.
@@ -134,14 +153,29 @@ def cached(
         code: The package modules whose code makes the result (a model's
             passed in: its class's module too); their imports are followed.
             Default: the module that defines ``compute``.
+        kind: The type of a result; a stored one of another type is computed
+            again.
 
     Returns:
         ``(result, True)`` if it was loaded, ``(result, False)`` if computed.
+
+    Raises:
+        ValueError: If ``name`` is not a plain file name.
+        NotADirectoryError: If ``MHA_BOOK_ARTIFACTS`` names something that is
+            not a folder.
     """
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or ".." in name:
+        raise ValueError(
+            f"name must be a plain file name (letters, digits, '_', '-', '.'), got {name!r}"
+        )
     folder = os.environ.get(ARTIFACTS_ENV)
     if not folder:
         return compute(), False
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(
+            f"{ARTIFACTS_ENV} must name a folder; {folder} is not one"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     threads = torch.get_num_threads()  # results of float sums depend on it
     modules = code if code is not None else [compute.__module__]
@@ -149,18 +183,47 @@ def cached(
     path = folder / f"{name}-{stamp[:24]}.pt"
     with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
-            try:
-                result = load(path)
-                os.utime(path)  # "used now": the build prunes the least recently used
-                return result, True
-            except Exception:  # noqa: BLE001  (a damaged file is recomputed)
-                path.unlink()
+            result = _load_checked(path, load, kind)
+            if result is not _DAMAGED:
+                os.utime(path)  # "used now": the build prunes what no build uses
+                return result, True  # type: ignore[return-value]
         result = compute()
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
-        os.close(fd)
-        try:
-            save(result, Path(tmp))
-            os.replace(tmp, path)  # readers see the old file or the whole new one
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        _store(path, result, save)
         return result, False
+
+
+_DAMAGED = object()
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load_checked(path: Path, load: Callable[[Path], Result], kind) -> object:
+    """The stored result, or ``_DAMAGED`` (removed) if its bytes are not the
+    ones stored, it does not load, or it is not a ``kind``."""
+    sidecar = path.with_suffix(".sha256")
+    try:
+        if sidecar.read_text(encoding="ascii").strip() == _file_sha256(path):
+            result = load(path)
+            if isinstance(result, kind):
+                return result
+    except Exception:  # noqa: BLE001  (a damaged file is recomputed)
+        pass
+    path.unlink(missing_ok=True)
+    sidecar.unlink(missing_ok=True)
+    return _DAMAGED
+
+
+def _store(path: Path, result: Result, save: Callable[[Result, Path], object]) -> None:
+    """Write the result and the SHA-256 of its bytes beside it; readers see the
+    old pair or the whole new one (they hold the lock while they read)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        save(result, Path(tmp))
+        sidecar = path.with_suffix(".sha256")
+        sidecar.write_text(_file_sha256(Path(tmp)) + "\n", encoding="ascii")
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)

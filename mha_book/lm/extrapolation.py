@@ -179,7 +179,13 @@ def train_short_test_long(
     def fetch(scheme: str, wait: bool) -> ExtrapolationRun:
         key = (scheme, settings, lengths, budget, train_ids, val_ids)
         result, _ = cached(
-            "extrapolation", key, lambda: run(scheme), save=save, load=load, wait=wait
+            "extrapolation",
+            key,
+            lambda: run(scheme),
+            save=save,
+            load=load,
+            wait=wait,
+            kind=ExtrapolationRun,
         )
         return result
 

@@ -175,6 +175,7 @@ def generate_poems(
         save=lambda poems, path: Path(path).write_text(json.dumps(poems), "utf-8"),
         load=lambda path: json.loads(Path(path).read_text("utf-8")),
         code=[__name__, type(model).__module__],  # sampling and the model's forward
+        kind=list,
     )
     return poems
 

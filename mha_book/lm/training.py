@@ -148,7 +148,9 @@ def train(
 
     key = (asdict(model.config), model.state_dict(), train_ids, val_ids, args)
     code = [__name__, type(model).__module__]  # the loop and the model's forward
-    history, _ = cached("train", key, run, save=save, load=load, code=code)
+    history, _ = cached(
+        "train", key, run, save=save, load=load, code=code, kind=TrainHistory
+    )
     return history
 
 

@@ -1,7 +1,10 @@
 """The artifact cache serves a stored run only when nothing it depends on changed."""
 
+import hashlib
+import json
 import os
 
+import numpy
 import pytest
 import torch
 
@@ -83,3 +86,67 @@ def test_a_loaded_result_counts_as_used_now(store):
     os.utime(path, (1, 1))  # stored long ago
     assert run()[1].from_cache
     assert path.stat().st_mtime > 1  # pruning keeps the results a build used
+
+
+def test_a_flipped_bit_is_never_loaded(store):
+    """A stored model that still loads, with one weight changed on disk, used
+    to be served as it was: the SHA-256 beside it now says it is not the one
+    stored, and the run is made again."""
+    trained, first = run()
+    [path] = store.glob("train-*.pt")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10  # one bit, inside the weights
+    path.write_bytes(bytes(data))
+    loaded, again = run()
+    assert not again.from_cache and again.train_loss == first.train_loss
+    for name, w in trained.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], w), name
+    assert run()[1].from_cache
+
+
+def test_a_stored_result_of_the_wrong_type_is_computed_again(store):
+    def save(value, path):
+        path.write_text(json.dumps(value), encoding="utf-8")
+
+    def load(path):
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def poems():
+        return ["床前明月光"]
+
+    args = dict(save=save, load=load, kind=list)
+    assert artifacts.cached("poems", 1, poems, **args) == (["床前明月光"], False)
+    [path] = store.glob("poems-*.pt")
+    path.write_text(json.dumps({"not": "poems"}), encoding="utf-8")
+    path.with_suffix(".sha256").write_text(  # a consistent forgery
+        hashlib.sha256(path.read_bytes()).hexdigest()
+    )
+    assert artifacts.cached("poems", 1, poems, **args) == (["床前明月光"], False)
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "", ".hidden", "x..y"])
+def test_a_name_that_is_not_a_plain_file_name_is_refused(store, name):
+    with pytest.raises(ValueError, match="name must be a plain file name"):
+        artifacts.cached(name, 1, lambda: 1, save=lambda v, p: None, load=lambda p: 1)
+    assert list(store.parent.glob("x*")) == []
+
+
+def test_an_artifacts_folder_that_is_a_file_is_named(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "artifacts"
+    not_a_folder.write_text("")
+    monkeypatch.setenv(artifacts.ARTIFACTS_ENV, str(not_a_folder))
+    with pytest.raises(
+        NotADirectoryError, match="MHA_BOOK_ARTIFACTS must name a folder"
+    ):
+        artifacts.cached("x", 1, lambda: 1, save=lambda v, p: None, load=lambda p: 1)
+
+
+def test_arrays_are_digested_by_every_element():
+    a = numpy.arange(10000)
+    b = a.copy()
+    b[5000] = -1
+    assert artifacts.digest(a) != artifacts.digest(b)
+    assert artifacts.digest(a) == artifacts.digest(numpy.arange(10000))
+    assert artifacts.digest({"b", "a"}) == artifacts.digest({"a", "b"})
+    with pytest.raises(TypeError, match="array of Python objects"):
+        artifacts.digest(numpy.array([object()]))

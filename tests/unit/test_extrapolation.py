@@ -60,7 +60,7 @@ def test_a_run_busy_elsewhere_is_skipped_then_waited_for(monkeypatch):
     calls = []
     real = artifacts.cached
 
-    def cached(name, key, compute, *, save, load, wait=True):
+    def cached(name, key, compute, *, save, load, wait=True, kind=object):
         calls.append((key[0], wait))
         if key[0] == "rope" and not wait:  # another process is training it
             raise artifacts.ArtifactBusy("rope")

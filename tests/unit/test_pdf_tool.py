@@ -54,6 +54,28 @@ def test_pruning_keeps_the_newest_results_of_each_kind(tmp_path):
     ]
 
 
+def test_pruning_never_removes_what_this_build_used(tmp_path):
+    """One build stores more results of a kind than are kept (chapter 14 makes
+    five runs): a build that pruned by count alone deleted its own models."""
+    store = tmp_path / "artifacts"
+    store.mkdir()
+    for age, name in enumerate(
+        ["train-new1", "train-new2", "train-new3", "train-old1"]
+    ):
+        (store / f"{name}.pt").write_text(name)
+        (store / f"{name}.sha256").write_text("digest")
+        os.utime(store / f"{name}.pt", (1000 - age, 1000 - age))
+    os.utime(store / "train-old1.pt", (10, 10))  # used by an old build only
+    removed = prune_caches(tmp_path, langs=(), keep=0, used_since=500)
+    assert [p.name for p in removed] == ["train-old1.pt"]
+    assert sorted(p.name for p in store.glob("*.pt")) == [
+        "train-new1.pt",
+        "train-new2.pt",
+        "train-new3.pt",
+    ]
+    assert not (store / "train-old1.sha256").exists()
+
+
 def test_the_pdfs_are_printed_again_only_when_a_page_they_print_changed(tmp_path):
     """`make test` prints the PDF editions only when their inputs changed: each
     edition's PDF must be newer than every page it prints (and the print

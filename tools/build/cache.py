@@ -16,10 +16,14 @@ from .common import LANGS
 CACHES_KEPT = 3
 
 
-def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path]:
+def prune_caches(
+    build: Path, langs=LANGS, keep: int = CACHES_KEPT, used_since: float | None = None
+) -> list[Path]:
     """Delete all but the ``keep`` most recently used caches of each language,
-    and all but the ``keep`` newest stored results of each kind
-    (mha_book.lm.artifacts names them ``<kind>-<digest>.pt``)."""
+    and of the stored results (mha_book.lm.artifacts names them
+    ``<kind>-<digest>.pt``) all that this build used (loaded or made: their
+    time is at or after ``used_since``, the build's start) and, of the others,
+    the ``keep`` most recently used of each kind."""
     removed = []
     stored = sorted(
         (build / "artifacts").glob("*.pt"),
@@ -28,11 +32,14 @@ def prune_caches(build: Path, langs=LANGS, keep: int = CACHES_KEPT) -> list[Path
     )
     seen: dict[str, int] = {}
     for old in stored:
+        if used_since is not None and old.stat().st_mtime >= used_since:
+            continue  # this build's: never pruned, and not counted
         kind = old.stem.rsplit("-", 1)[0]
         seen[kind] = seen.get(kind, 0) + 1
         if seen[kind] > keep:
             old.unlink(missing_ok=True)
             old.with_suffix(".lock").unlink(missing_ok=True)
+            old.with_suffix(".sha256").unlink(missing_ok=True)
             removed.append(old)
     for lang in langs:
         caches = sorted(
