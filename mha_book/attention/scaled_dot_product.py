@@ -165,6 +165,11 @@ def scaled_dot_product_attention(
     # fewer numbers whenever S > D, the usual case.
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., T, S)
     if bias is not None:  # an additive bias (e.g. ALiBi) shifts the scores
+        if scores.dtype in (torch.float16, torch.bfloat16):
+            # In half precision the sum can pass float16's range (-20000 plus a
+            # bias of -60000 is -inf, and a row of -inf makes softmax NaN):
+            # add, and take the softmax, in float32, as PyTorch's kernels do.
+            scores = scores.float()  # (..., T, S)
         scores = scores + bias  # (..., T, S)
 
     # --- 2. mask: blocked keys get -inf, so softmax gives them weight 0 ---
@@ -188,6 +193,8 @@ def scaled_dot_product_attention(
         weights = torch.softmax(scores, dim=-1, out=scores)  # (..., T, S)
     if empty is not None:
         weights = weights.masked_fill(empty, 0.0)  # (..., T, S): fully masked rows -> 0
+
+    weights = weights.to(q.dtype)  # (..., T, S): back to the inputs' dtype
 
     # --- 4. dropout on the weights (only when dropout_p > 0) ---
     if dropout_p > 0.0:

@@ -269,3 +269,26 @@ def test_module_bias_errors_name_the_argument():
         mha.forward_step(x[:, 2:3], cache, bias=torch.zeros(1, 2, dtype=F64))
     with pytest.raises(TypeError, match=r"bias must have the dtype of x"):
         mha.forward_step(x[:, 2:3], cache, bias=torch.zeros(1, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_scores_past_the_range_stay_finite_in_every_kernel(dtype):
+    """Scores of -20000 plus a bias of -60000 pass float16's range (65504): the
+    explicit kernel added them in float16 and returned NaN, while the fused and
+    flash kernels stayed finite. All three now agree."""
+    D = 64
+    q = torch.full((1, 1, 4, D), 50.0)
+    k = torch.full((1, 1, 6, D), -50.0)  # each score: -50 * 50 * 64 / 8 = -20000
+    k[..., 2, :] = -49.0  # one key a little closer
+    v = torch.randn(1, 1, 6, D, generator=torch.Generator().manual_seed(0))
+    bias = torch.full((4, 6), -60000.0)
+    q, k, v, bias = (t.to(dtype) for t in (q, k, v, bias))
+    reference = ATTENTION_KERNELS["fused"](
+        q.float(), k.float(), v.float(), bias=bias.float()
+    )[0]
+    for name in ("explicit", "flash", "fused"):
+        out = ATTENTION_KERNELS[name](q, k, v, bias=bias)[0]
+        assert out.dtype == dtype and torch.isfinite(out).all(), name
+        torch.testing.assert_close(
+            out.float(), reference, atol=2e-2, rtol=2e-2, msg=name
+        )
