@@ -148,7 +148,8 @@ def explore(
             tensors, each ``(H, T, T)`` or ``(1, H, T, T)`` (what a model
             returns for a batch of one), or one tensor ``(L, H, T, T)``. Each
             row is a softmax over the keys: finite, non-negative, summing to 1
-            within 1e-3.
+            within 1e-3 (within the dtype's epsilon where that is larger:
+            bfloat16).
         title: shown above the widget (and its accessible name).
         layer: the layer shown first.
         head: the head shown first, or ``"all"`` for every head overlaid.
@@ -258,11 +259,14 @@ def _check_attentions(attentions: object, T: int) -> torch.Tensor:
         if not a.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got {a.dtype}")
     weights = torch.stack([a.detach().to("cpu", torch.float64) for a in layers])
-    _check_rows(weights)
+    # A softmax stored in bfloat16 sums to 1 only within its rounding (about
+    # 0.002): the tolerance is the coarsest given dtype's epsilon, at least 1e-3.
+    tol = max([ROW_SUM_TOL, *(torch.finfo(a.dtype).eps for a in layers)])
+    _check_rows(weights, tol)
     return weights  # (L, H, T, T)
 
 
-def _check_rows(weights: torch.Tensor) -> None:
+def _check_rows(weights: torch.Tensor, tol: float = ROW_SUM_TOL) -> None:
     """Each row of ``(L, H, T, T)`` must be a distribution over the keys."""
     bad = ~weights.isfinite()
     if bad.any():
@@ -278,11 +282,11 @@ def _check_rows(weights: torch.Tensor) -> None:
             f"{weights[where].item():.4g} at (layer, head, query, key) = {where}"
         )
     sums = weights.sum(-1)  # (L, H, T)
-    off = (sums - 1).abs() > ROW_SUM_TOL
+    off = (sums - 1).abs() > tol
     if off.any():
         where = tuple(int(n) for n in off.nonzero()[0])
         raise ValueError(
-            f"each row of attentions must sum to 1 within {ROW_SUM_TOL:g} (a softmax "
+            f"each row of attentions must sum to 1 within {tol:g} (a softmax "
             f"over the keys; drop padded positions first), got {sums[where].item():.4g} "
             f"at (layer, head, query) = {where}"
         )

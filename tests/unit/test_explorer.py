@@ -198,3 +198,17 @@ def test_the_widget_files_are_package_data_and_reach_the_site():
     assert '"viz/static/*"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     conf = (ROOT / "conf.py").read_text(encoding="utf-8")
     assert 'str(ROOT / "mha_book" / "viz" / "static")' in conf  # html_static_path
+
+
+def test_genuine_bfloat16_softmax_weights_are_accepted_and_bad_ones_are_not():
+    """A softmax computed in bfloat16 sums to 1 only within bfloat16's rounding
+    (1.002 here): such rows were refused against a fixed 1e-3."""
+    scores = torch.randn(2, 7, 7, generator=torch.Generator().manual_seed(3))
+    weights = torch.softmax(scores.to(torch.bfloat16), dim=-1)  # (H, T, T)
+    sums = weights.double().sum(-1)
+    assert (sums - 1).abs().max() > 1e-3  # what was refused
+    explore(list("abcdefg"), [weights])
+    with pytest.raises(ValueError, match="sum to 1 within 0.0078125"):
+        explore(list("abcdefg"), [weights * 1.05])
+    with pytest.raises(ValueError, match="sum to 1 within 0.001"):
+        explore(list("abcdefg"), [weights.float() * 1.002])
