@@ -16,6 +16,7 @@ Legend: B batch, L layers, H heads, T length, V vocabulary size.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -23,7 +24,12 @@ from pathlib import Path
 
 import torch
 
-from mha_book._checks import check_positive_int, check_rank, check_tensor
+from mha_book._checks import (
+    check_positive_int,
+    check_rank,
+    check_tensor,
+    check_token_ids,
+)
 from mha_book.lm.artifacts import cached
 from mha_book.lm.charlm import CharTokenizer
 from mha_book.models.decoder import CausalDecoder
@@ -55,7 +61,23 @@ def is_regular_verse(poem: str) -> bool:
         >>> is_regular_verse("床前明月光，疑是地上霜。举头望明月。")  # 3 lines
         False
     """
+    if not isinstance(poem, str):
+        raise TypeError(f"poem must be a str, got {type(poem).__name__}")
     return _VERSE.fullmatch(poem) is not None
+
+
+def _check_poems(poems: object, name: str) -> list[str]:
+    """A sequence of poems (strs), not one poem read character by character."""
+    if isinstance(poems, str):
+        raise TypeError(
+            f"{name} must be a sequence of poems, got one str (a str would be "
+            f"read character by character); pass [{name}]"
+        )
+    poems = list(poems)  # type: ignore[arg-type]
+    for i, poem in enumerate(poems):
+        if not isinstance(poem, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(poem).__name__}")
+    return poems
 
 
 def form_share(poems: Sequence[str]) -> float:
@@ -65,6 +87,7 @@ def form_share(poems: Sequence[str]) -> float:
         >>> form_share(["白日依山尽，黄河入海流。欲穷千里目，更上一层楼。", "白日"])
         0.5
     """
+    poems = _check_poems(poems, "poems")
     if not poems:
         raise ValueError("poems must hold at least one poem, got none")
     return sum(is_regular_verse(p) for p in poems) / len(poems)
@@ -77,9 +100,10 @@ def copy_share(poems: Sequence[str], corpus: Sequence[str]) -> float:
         >>> copy_share(["甲乙", "丙丁"], ["甲乙", "戊己"])
         0.5
     """
+    poems = _check_poems(poems, "poems")
     if not poems:
         raise ValueError("poems must hold at least one poem, got none")
-    known = set(corpus)
+    known = set(_check_poems(corpus, "corpus"))
     return sum(p in known for p in poems) / len(poems)
 
 
@@ -102,17 +126,32 @@ class BigramModel:
     """
 
     def __init__(self, ids: torch.Tensor, vocab_size: int, k: float = 0.01) -> None:
-        check_tensor(ids, "ids")
-        check_rank(ids, "ids", 1, "(N,)")
+        check_token_ids(ids, "ids", 1, "(N,)")
         V = check_positive_int(vocab_size, "vocab_size")
-        if not k > 0:
-            raise ValueError(f"k must be positive, got {k}")
+        if len(ids) and not 0 <= int(ids.min()) <= int(ids.max()) < V:
+            raise ValueError(
+                f"ids must be in [0, vocab_size) = [0, {V}), got values in "
+                f"[{int(ids.min())}, {int(ids.max())}]"
+            )
+        if not 0 < k < math.inf:
+            raise ValueError(f"k must be positive and finite, got {k}")
         pairs = ids[:-1] * V + ids[1:]  # (N - 1,): one index per (a, b)
         counts = torch.bincount(pairs, minlength=V * V).view(V, V).double() + k
         self.log_probs = counts.log() - counts.sum(-1, keepdim=True).log()  # (V, V)
 
     def loss(self, ids: torch.Tensor) -> float:
         """Mean cross-entropy (nats per token) of predicting ``ids[1:]`` from ``ids[:-1]``."""
+        check_token_ids(ids, "ids", 1, "(N,)")
+        V = self.log_probs.shape[0]
+        if len(ids) < 2:
+            raise ValueError(
+                f"ids must hold at least 2 tokens (one to predict), got {len(ids)}"
+            )
+        if not 0 <= int(ids.min()) <= int(ids.max()) < V:
+            raise ValueError(
+                f"ids must be in [0, vocab_size) = [0, {V}), got values in "
+                f"[{int(ids.min())}, {int(ids.max())}]"
+            )
         return float(-self.log_probs[ids[:-1], ids[1:]].mean())
 
     def sample(
@@ -153,6 +192,7 @@ def generate_poems(
         3
     """
     num = check_positive_int(num, "num")
+    max_chars = check_positive_int(max_chars, "max_chars")
     newline = tokenizer.encode("\n", name="tokenizer's newline")  # (1,)
 
     def sample() -> list[str]:
@@ -206,6 +246,11 @@ def offset_profile(weights: Sequence[torch.Tensor], max_offset: int) -> torch.Te
         check_tensor(w, f"weights[{layer}]")
         check_rank(w, f"weights[{layer}]", 4, "(B, H, T, T)")
         T = w.shape[-1]
+        if w.shape[-2] != T:
+            raise ValueError(
+                f"weights[{layer}] must be square in its last two dimensions "
+                f"(self-attention, (B, H, T, T)), got {tuple(w.shape)}"
+            )
         if not 0 <= max_offset < T:
             raise ValueError(
                 f"max_offset must be in [0, T) = [0, {T}), got {max_offset}"

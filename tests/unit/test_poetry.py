@@ -124,3 +124,61 @@ def test_torch_threads_sets_and_restores():
     with pytest.raises(ValueError, match="n must be a positive"):
         with torch_threads(0):
             pass
+
+
+# --- bad input: a named error, never a silent wrong answer or NaN ---
+QUATRAIN = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
+TINY = CharTokenizer("\n春风")
+TINY_MODEL = CausalDecoder(DecoderConfig(TINY.vocab_size, 8, 2, 1, max_len=16))
+BAD_INPUTS = {
+    # one poem passed as the list of poems was read character by character
+    "form_share(str)": (lambda: form_share(QUATRAIN), TypeError, "got one str"),
+    "copy_share(str, str)": (lambda: copy_share("ab", "ab"), TypeError, "got one str"),
+    "copy_share(corpus str)": (
+        lambda: copy_share(["ab"], "ab"),
+        TypeError,
+        "corpus must be a sequence of poems",
+    ),
+    "is_regular_verse(None)": (
+        lambda: is_regular_verse(None),
+        TypeError,
+        "poem must be a str",
+    ),
+    "an id past the vocabulary": (
+        lambda: BigramModel(torch.tensor([0, 1, 3]), vocab_size=3),
+        ValueError,
+        r"ids must be in \[0, vocab_size\) = \[0, 3\)",
+    ),
+    "float ids": (
+        lambda: BigramModel(torch.tensor([0.0, 1.0]), vocab_size=3),
+        TypeError,
+        "integer token ids",
+    ),
+    "k = inf": (
+        lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2, k=math.inf),
+        ValueError,
+        "k must be positive and finite",
+    ),
+    "the loss of one token": (
+        lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2).loss(torch.tensor([1])),
+        ValueError,
+        "at least 2 tokens",
+    ),
+    "non-square weights": (
+        lambda: offset_profile([torch.rand(1, 1, 3, 4)], 1),
+        ValueError,
+        r"must be square .* got \(1, 1, 3, 4\)",
+    ),
+    "max_chars = 0": (
+        lambda: generate_poems(TINY_MODEL, TINY, 2, max_chars=0),
+        ValueError,
+        "max_chars must be a positive int",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=list(BAD_INPUTS))
+def test_bad_input_to_the_poetry_helpers_is_named(case):
+    call, error, message = BAD_INPUTS[case]
+    with pytest.raises(error, match=message):
+        call()
