@@ -87,10 +87,13 @@ def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
     The model is in eval mode, on the CPU. Only tensors and plain values are
     unpickled (``weights_only=True``). Every error names the file: missing,
     empty, truncated or another format, contents that do not match their
-    digest, a configuration the model rejects, or a vocabulary whose size is
-    not the model's.
+    digest, a configuration the model rejects, a vocabulary whose size is
+    not the model's, or characters repeated or out of their sorted order
+    (which would change the ids).
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"checkpoint {path} is a folder, not a checkpoint file")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     if path.stat().st_size == 0:
@@ -117,6 +120,12 @@ def load_checkpoint(path: str | Path) -> tuple[CausalDecoder, CharTokenizer]:
         intact = False  # the wrong kind cannot be hashed: damaged as well
     if not intact:
         raise ValueError(f"{path} is damaged: its contents do not match their digest")
+    if chars != "".join(sorted(set(chars))):  # as CharTokenizer keeps them
+        # A duplicate would shrink the vocabulary, another order change the ids.
+        raise ValueError(
+            f"{path}: the tokenizer's characters must be distinct and in sorted "
+            f"order, as CharTokenizer saves them; got {chars[:40]!r}"
+        )
     vocab = config.get("vocab_size")
     if vocab != len(chars):
         raise ValueError(

@@ -313,6 +313,28 @@ def test_a_vocabulary_that_does_not_fit_the_model_is_refused(tokenizer, tmp_path
         load_checkpoint(path)
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda chars: chars[:-1] + chars[0],  # a repeat: 9 distinct for 10 ids
+        lambda chars: chars[1] + chars[0] + chars[2:],  # another order: other ids
+    ],
+    ids=["a repeated character", "characters out of order"],
+)
+def test_characters_edited_with_a_new_digest_are_refused(tokenizer, tmp_path, edit):
+    """Loaded, a repeat shrank the tokenizer below the model's vocabulary and
+    another order was sorted back silently, changing every id."""
+    path, _ = _saved(tokenizer, tmp_path)
+    _rewrite(path, lambda d: d.update(chars=edit(d["chars"])), redigest=True)
+    with pytest.raises(ValueError, match="must be distinct and in sorted order"):
+        load_checkpoint(path)
+
+
+def test_a_folder_is_not_a_checkpoint(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a folder, not a checkpoint file"):
+        load_checkpoint(tmp_path)
+
+
 def test_a_configuration_the_model_rejects_is_named(tokenizer, tmp_path):
     path, _ = _saved(tokenizer, tmp_path)
     _rewrite(path, lambda d: d["config"].update(no_such_argument=1), redigest=True)
