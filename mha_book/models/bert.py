@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from mha_book._checks import check_rank, check_tensor, fmt_shape
+from mha_book._checks import check_tensor, check_token_ids, fmt_shape
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.models.blocks import feed_forward, residual
 from mha_book.models.pretrained import load_state_dict, minilm_dir
@@ -205,15 +205,25 @@ class BertEncoder(nn.Module):
         Returns:
             ``(hidden, attentions)``.
         """
-        check_tensor(input_ids, "input_ids")
-        check_rank(input_ids, "input_ids", 2, "(B, T)")
+        check_token_ids(input_ids, "input_ids", 2, "(B, T)")
         B, T = input_ids.shape
+        V = self.config.vocab_size
+        if (
+            input_ids.numel()
+            and not 0 <= int(input_ids.min()) <= int(input_ids.max()) < V
+        ):
+            raise ValueError(
+                f"input_ids must be in [0, vocab_size) = [0, {V}), got values in "
+                f"[{int(input_ids.min())}, {int(input_ids.max())}]"
+            )
         if T > self.config.max_position_embeddings:
             raise ValueError(
                 f"input_ids must have at most {self.config.max_position_embeddings} "
                 f"tokens, got shape {fmt_shape(input_ids.shape)}"
             )
         L, H = self.config.num_hidden_layers, self.config.num_attention_heads
+        if head_mask is not None:
+            check_tensor(head_mask, "head_mask")
         if head_mask is not None and tuple(head_mask.shape) != (L, H):
             raise ValueError(
                 f"head_mask must have shape (L, H) = ({L}, {H}), "

@@ -138,6 +138,17 @@ def tokenize(tokenizer, sentences: str | Sequence[str]) -> dict:
     """
     if isinstance(sentences, str):
         sentences = [sentences]
+    if not isinstance(sentences, Sequence):
+        raise TypeError(
+            f"sentences must be a str or a sequence of str, got {type(sentences).__name__}"
+        )
+    if not sentences:
+        raise ValueError("sentences must hold at least one sentence, got none")
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(
+                f"sentences[{i}] must be a str, got {type(sentence).__name__}"
+            )
     encodings = tokenizer.encode_batch(list(sentences))
     return {
         "input_ids": torch.tensor([e.ids for e in encodings]),  # (B, T)

@@ -209,6 +209,29 @@ def test_errors_state_expected_and_actual(ours, tokenizer):
         ours(batch["input_ids"], torch.ones(1, 2))
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         ours(batch["input_ids"][0])
+    # An id past the vocabulary, float ids, a list for head_mask: named, not
+    # an IndexError from inside the embedding or an AttributeError.
+    with pytest.raises(
+        ValueError, match=r"input_ids must be in \[0, vocab_size\) = \[0, 30522\)"
+    ):
+        ours(torch.tensor([[101, 30522, 102]]))
+    with pytest.raises(TypeError, match="input_ids must hold integer token ids"):
+        ours(batch["input_ids"].float())
+    with pytest.raises(TypeError, match="head_mask must be a torch.Tensor"):
+        ours(batch["input_ids"], head_mask=[[1.0] * 12] * 6)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "error", "message"),
+    [
+        (None, TypeError, "sentences must be a str or a sequence of str, got NoneType"),
+        ([], ValueError, "sentences must hold at least one sentence"),
+        (["fine", 3], TypeError, r"sentences\[1\] must be a str, got int"),
+    ],
+)
+def test_tokenize_names_bad_sentences(tokenizer, sentences, error, message):
+    with pytest.raises(error, match=message):
+        tokenize(tokenizer, sentences)
 
 
 def test_config_from_the_package():
