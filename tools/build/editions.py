@@ -164,12 +164,20 @@ def start_edition(
     )
 
 
+# The editions the build is stopping (a limit, Ctrl-C, SIGTERM): what they
+# print while they die (Sphinx's crash report for the kernel it lost) is not
+# the reason, which the build prints itself.
+STOPPING: set[str] = set()
+
+
 def pump_output(lang: str, proc: subprocess.Popen) -> threading.Thread:
     """Copy an edition's output to ours, each line prefixed with its language."""
 
     def pump():
         assert proc.stdout is not None
         for line in without_kernel_noise(proc.stdout):
+            if lang in STOPPING:
+                continue
             sys.stdout.write(f"[{lang}] {line}")
             sys.stdout.flush()
 
@@ -193,12 +201,15 @@ def wait_for(procs: dict[str, subprocess.Popen], limit: float) -> set[str]:
                 for lang, proc in procs.items():
                     if proc.poll() is None:
                         timed_out.add(lang)
+                        STOPPING.add(lang)
                         stop_group(proc)
             time.sleep(0.2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        STOPPING.update(procs)
         for proc in procs.values():
             stop_group(proc, grace=3.0)
-        print("build INTERRUPTED: both editions stopped")
+        how = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+        print(f"build INTERRUPTED by {how}: both editions and their kernels stopped")
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -240,5 +251,9 @@ def without_kernel_noise(lines):
     yield from held
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is (``kill``, or ``make`` stopped by it)."""
+
+
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise Terminated
