@@ -14,8 +14,10 @@ the HTML pages get is ``book_pages``'; the Chinese search ``book_search``'s.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -214,9 +216,97 @@ def use_joined_streams() -> None:
     render.coalesce_streams = join_streams
 
 
+# --- a dead kernel, a full disk: the book's short message -----------------------
+# A kernel killed mid-cell (a signal, the out-of-memory killer) makes nbclient
+# raise DeadKernelError, which myst-nb does not catch: Sphinx printed its crash
+# report. Here it is a failed execution like any other, so the page's failure
+# message names the cell (book_progress). A disk that is full, or a file past
+# the size limit (ulimit -f), raised OSError wherever Sphinx was writing: one
+# line says so, with the file, and the traceback goes to a log.
+KERNEL_DIED = (
+    "DeadKernelError: the kernel died while running this cell "
+    "(killed by a signal, out of memory, or it exited)"
+)
+DISK_ERRORS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EFBIG: "a file passed the file-size limit (ulimit -f)",
+    errno.EDQUOT: "the disk quota is used up",
+}
+
+
+def use_named_kernel_deaths() -> None:
+    from jupyter_cache.executors.utils import ExecutionResult
+    from myst_nb.core.execute import cache
+    from nbclient.exceptions import DeadKernelError
+
+    execute = cache.single_nb_execution
+
+    def single_nb_execution(nb, cwd, timeout, allow_errors, *args, **kwargs):
+        running = {}
+
+        def note(cell, **_):  # nbclient's hook: the cell about to run
+            running["source"] = cell.get("source", "")
+
+        try:
+            return execute(
+                nb, cwd, timeout, allow_errors, *args, on_cell_execute=note, **kwargs
+            )
+        except DeadKernelError as err:  # the cell's source lets book_progress find it
+            trace = f"{running.get('source', '')}\n\n{KERNEL_DIED}\n"
+            return ExecutionResult(nb, cwd, 0.0, err, trace)
+
+    cache.single_nb_execution = single_nb_execution
+
+
+def disk_error(exception: BaseException, folder: Path = BUILD) -> str | None:
+    """What a full disk or a file-size limit is, in words, if ``exception``
+    (or what caused it) was one, or writing a MiB into ``folder`` now fails
+    so (an extension may have turned the OSError into another error); None
+    for other errors."""
+    seen, todo = [], [exception]
+    while todo:
+        err = todo.pop()
+        if err is None or any(err is e for e in seen):
+            continue
+        seen.append(err)
+        if isinstance(err, OSError) and err.errno in DISK_ERRORS:
+            return f"{DISK_ERRORS[err.errno]} ({err.strerror}, writing {err.filename})"
+        todo += [err.__cause__, err.__context__]
+    probe = folder / f".disk-probe-{os.getpid()}"
+    try:
+        probe.write_bytes(bytes(2**20))
+    except OSError as err:
+        if err.errno in DISK_ERRORS:
+            return f"{DISK_ERRORS[err.errno]} ({err.strerror}, writing into {folder})"
+    finally:
+        probe.unlink(missing_ok=True)
+    return None
+
+
+def use_short_disk_errors() -> None:
+    from sphinx._cli.util import errors
+
+    handle = errors.handle_exception
+
+    def handle_exception(exception, /, *, stderr=sys.stderr, **kwargs):
+        cause = disk_error(exception)
+        if cause is None:
+            return handle(exception, stderr=stderr, **kwargs)
+        log = errors.save_traceback(
+            exception,
+            message_log=kwargs.get("message_log", ()),
+            extensions=kwargs.get("extensions", ()),
+        )
+        print(f"build stopped: {cause}\n    full traceback: {log}", file=stderr)
+
+    errors.handle_exception = handle_exception
+
+
 def setup(app):
     use_ipc_kernels()
     use_joined_streams()
+    use_named_kernel_deaths()
+    use_short_disk_errors()
     app.connect("builder-inited", _own_output_folder, priority=900)
     app.connect("env-before-read-docs", _note_read)
     app.connect("doctree-read", _report_stderr)

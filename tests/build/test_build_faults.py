@@ -118,6 +118,45 @@ def test_sigterm_stops_the_build_and_its_kernels(scratch, target):
     assert left == []
 
 
+CRASH_REPORT = ("Loaded Extensions", "report this error", "Traceback\n=========")
+
+
+def test_a_killed_kernel_gets_the_books_message_not_a_crash_report(scratch):
+    """nbclient's DeadKernelError used to reach Sphinx, which printed its
+    crash report; now it is the page's failure: page, cell, cause, log."""
+    killer = cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    result = build(scratch, cell("print(1)"), killer)
+    assert result.returncode != 0
+    assert "docs/zh/index.md: code cell 2 (line" in result.stdout
+    assert "the kernel died while running this cell" in result.stdout
+    assert "full traceback: " in result.stdout
+    assert not any(part in result.stdout for part in CRASH_REPORT), result.stdout
+
+
+def test_a_file_size_limit_gets_one_line_not_a_crash_report(scratch):
+    """``ulimit -f`` (or a full disk): Sphinx's OSError became its crash report."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+
+    write_book(scratch, cell("print(1)"))
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.build_book", "--langs", "zh"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
+    assert result.returncode != 0
+    assert (
+        "build stopped: a file passed the file-size limit (ulimit -f)" in result.stdout
+    )
+    assert "full traceback: " in result.stdout
+    assert not any(part in result.stdout for part in CRASH_REPORT), result.stdout
+
+
 def test_clean_refuses_a_folder_the_build_did_not_make(scratch, tmp_path):
     foreign = tmp_path / "precious"
     foreign.mkdir()
