@@ -49,8 +49,11 @@ from .build import cache, editions, gates, pdf, report, sitemap
 from .build.common import FULL_BUILD, LANGS, PARTIAL_BUILD, ROOT, BuildFailed
 
 
-def build_book(options: argparse.Namespace, docs: Path, build: Path) -> int:
-    """The build proper, run while holding the build folder's lock."""
+def build_book(
+    options: argparse.Namespace, docs: Path, build: Path, lock_fd: int | None = None
+) -> int:
+    """The build proper, run while holding the build folder's lock (``lock_fd``:
+    its descriptor, which the editions keep open)."""
     start, started_at = time.perf_counter(), time.time()
     try:
         prepare_folder(build, options.clean, options.langs)
@@ -63,6 +66,7 @@ def build_book(options: argparse.Namespace, docs: Path, build: Path) -> int:
             options.timeout,
             options.pages,
             offer_pdf=pdf.pdf_offered(build, options.langs, printing),
+            lock_fd=lock_fd,
         )
     except BuildFailed as failure:
         print(f"build FAILED: {failure}")
@@ -203,8 +207,8 @@ def main(argv=None) -> int:
         print(f"build FAILED: {problem}")
         return 1
     try:
-        with cache.build_lock(build):
-            return build_book(options, docs, build)
+        with cache.build_lock(build) as lock_fd:
+            return build_book(options, docs, build, lock_fd)
     except cache.BuildBusy as busy:
         print(
             f"build FAILED: another build (pid {busy}) is using {build}; "

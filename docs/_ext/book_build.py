@@ -302,7 +302,27 @@ def use_short_disk_errors() -> None:
     errors.handle_exception = handle_exception
 
 
+# --- an edition ends with its build ----------------------------------------------
+def end_with_the_build() -> None:
+    """Have the kernel kill this edition when the build that started it ends,
+    even by SIGKILL (Linux's parent-death signal); its kernels and zygote
+    follow it (tools/build/warm_kernel.py watches each parent). Elsewhere,
+    or when Sphinx was not started by the build, nothing changes."""
+    parent = os.environ.get("MHA_BOOK_BUILD_PID")
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != int(parent):  # the build died before the line above
+        os._exit(1)
+
+
 def setup(app):
+    end_with_the_build()
     use_ipc_kernels()
     use_joined_streams()
     use_named_kernel_deaths()

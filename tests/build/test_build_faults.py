@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,6 +117,54 @@ def test_sigterm_stops_the_build_and_its_kernels(scratch, target):
         if str(scratch) in " ".join(p.info["cmdline"] or [])
     ]
     assert left == []
+
+
+def book_processes(scratch: Path) -> list:
+    return [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if str(scratch) in " ".join(p.info["cmdline"] or [])
+    ]
+
+
+def test_a_killed_build_leaves_nothing_running_and_no_folder(scratch):
+    """SIGKILL to the build used to leave its editions running, holding no
+    lock (a new build ran beside them), and two temporary folders."""
+    pid_file = hanging_book(scratch)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tools.build_book", "--langs", "zh", "en"],
+        cwd=scratch,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    for _ in range(600):  # wait until a kernel runs the cell
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.2)
+    kernel = int(pid_file.read_text())
+    editions = [
+        c
+        for c in psutil.Process(proc.pid).children()
+        if "sphinx" in " ".join(c.cmdline())
+    ]
+    assert len(editions) == 2
+    lock = (scratch / "_build" / ".lock").resolve()
+    for edition in editions:  # each holds the build's lock while it lives
+        assert any(Path(f.path) == lock for f in edition.open_files()), edition
+    folders = list(Path(tempfile.gettempdir()).glob(f"mha-*-{proc.pid}-*"))
+    assert len(folders) == 2
+    proc.kill()
+    proc.wait()
+    for _ in range(50):  # each process watches its parent twice a second
+        if not book_processes(scratch) and not psutil.pid_exists(kernel):
+            break
+        time.sleep(0.2)
+    assert book_processes(scratch) == []
+    assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == "zombie"
+    result = build(scratch, cell("print(1)"))  # at once, and it tidies up
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert not any(folder.exists() for folder in folders)
 
 
 CRASH_REPORT = ("Loaded Extensions", "report this error", "Traceback\n=========")

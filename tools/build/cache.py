@@ -55,7 +55,9 @@ def prune_caches(
 
 @contextlib.contextmanager
 def build_lock(build: Path):
-    """Hold the build folder's lock; raise BuildBusy if another build holds it."""
+    """Hold the build folder's lock; raise BuildBusy if another build holds it.
+
+    Yields the lock's file descriptor, for the processes that share the lock."""
     import fcntl
 
     build.mkdir(parents=True, exist_ok=True)
@@ -69,7 +71,10 @@ def build_lock(build: Path):
         lock.truncate()
         lock.write(str(os.getpid()))
         lock.flush()
-        yield
+        # The editions inherit this descriptor (editions.start_edition): the
+        # lock is held until the last of them has ended, so after a SIGKILL of
+        # this process no new build starts beside editions still running.
+        yield lock.fileno()
 
 
 class BuildBusy(Exception):

@@ -54,6 +54,7 @@ def sphinx_command(
 # Each edition gets this many seconds in all (override with the environment
 # variable or --timeout); after that its whole process group is stopped.
 EDITION_TIMEOUT_ENV = "MHA_BOOK_EDITION_TIMEOUT"
+BUILD_PID_ENV = "MHA_BOOK_BUILD_PID"  # the build an edition ends with
 DEFAULT_EDITION_TIMEOUT = 1800
 
 
@@ -105,11 +106,14 @@ def run_builds(
     timeout: float | None = None,
     pages: list[str] | None = None,
     offer_pdf: bool = False,
+    lock_fd: int | None = None,
 ) -> int:
     """Run one Sphinx build per language in parallel; stream prefixed output.
 
     Returns 0 only if every edition exited 0. Each edition runs in its own
     process group, so a timeout, Ctrl-C or SIGTERM stops its kernels as well.
+    Each keeps the build lock's descriptor ``lock_fd`` open and ends when this
+    process does, even killed (book_build.end_with_the_build).
     """
     limit = timeout or float(
         os.environ.get(EDITION_TIMEOUT_ENV, DEFAULT_EDITION_TIMEOUT)
@@ -117,10 +121,18 @@ def run_builds(
     # The kernels' connection files and Unix sockets (book_build.py chooses
     # the transport) go to a short folder of each edition's own, removed
     # afterwards even when a kernel was killed before it could clean up.
-    runtimes = {lang: Path(tempfile.mkdtemp(prefix=f"mha-{lang}-")) for lang in langs}
+    # Named for this process, so that the next build removes those of a build
+    # that was killed before it could (remove_stale_runtimes).
+    remove_stale_runtimes()
+    runtimes = {
+        lang: Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{lang}-{os.getpid()}-"))
+        for lang in langs
+    }
     try:
         procs = {
-            lang: start_edition(lang, docs, build, pages, offer_pdf, runtimes[lang])
+            lang: start_edition(
+                lang, docs, build, pages, offer_pdf, runtimes[lang], lock_fd
+            )
             for lang in langs
         }
         threads = [pump_output(lang, proc) for lang, proc in procs.items()]
@@ -139,6 +151,26 @@ def run_builds(
     return 1 if failed else 0
 
 
+RUNTIME_PREFIX = "mha-"  # + <lang>-<pid of the build>-<random>
+
+
+def remove_stale_runtimes() -> list[Path]:
+    """Remove the runtime folders of builds whose process is gone (killed)."""
+    import psutil
+
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{RUNTIME_PREFIX}*-*-*"):
+        parts = folder.name.split("-")
+        if (
+            len(parts) >= 4
+            and parts[2].isdigit()
+            and not psutil.pid_exists(int(parts[2]))
+        ):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def start_edition(
     lang: str,
     docs: Path,
@@ -146,13 +178,17 @@ def start_edition(
     pages: list[str] | None,
     offer_pdf: bool,
     runtime: Path,
+    lock_fd: int | None = None,
 ) -> subprocess.Popen:
-    """Start one edition's Sphinx build in a process group of its own."""
+    """Start one edition's Sphinx build in a process group of its own, holding
+    the build lock's descriptor ``lock_fd`` and told this process's pid
+    (``MHA_BOOK_BUILD_PID``), so that it ends with the build."""
     cmd = sphinx_command(
         docs / lang, build / "html" / lang, build / "doctrees" / lang, offer_pdf
     )
     env = build_env(lang, build, pages)
     env["JUPYTER_RUNTIME_DIR"] = str(runtime)
+    env[BUILD_PID_ENV] = str(os.getpid())
     return subprocess.Popen(
         cmd,
         cwd=ROOT,
@@ -161,6 +197,7 @@ def start_edition(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=() if lock_fd is None else (lock_fd,),
     )
 
 
