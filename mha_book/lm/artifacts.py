@@ -164,7 +164,11 @@ def cached(
         NotADirectoryError: If ``MHA_BOOK_ARTIFACTS`` names something that is
             not a folder.
     """
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or ".." in name:
+    if (
+        not isinstance(name, str)
+        or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name)
+        or ".." in name
+    ):
         raise ValueError(
             f"name must be a plain file name (letters, digits, '_', '-', '.'), got {name!r}"
         )

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -73,7 +74,11 @@ def _check_poems(poems: object, name: str) -> list[str]:
             f"{name} must be a sequence of poems, got one str (a str would be "
             f"read character by character); pass [{name}]"
         )
-    poems = list(poems)  # type: ignore[arg-type]
+    if not isinstance(poems, Iterable):
+        raise TypeError(
+            f"{name} must be a sequence of poems, got {type(poems).__name__}"
+        )
+    poems = list(poems)
     for i, poem in enumerate(poems):
         if not isinstance(poem, str):
             raise TypeError(f"{name}[{i}] must be a str, got {type(poem).__name__}")
@@ -133,8 +138,12 @@ class BigramModel:
                 f"ids must be in [0, vocab_size) = [0, {V}), got values in "
                 f"[{int(ids.min())}, {int(ids.max())}]"
             )
-        if not 0 < k < math.inf:
-            raise ValueError(f"k must be positive and finite, got {k}")
+        if (
+            isinstance(k, bool)
+            or not isinstance(k, (int, float))
+            or not 0 < k < math.inf
+        ):
+            raise ValueError(f"k must be a positive, finite number, got {k!r}")
         pairs = ids[:-1] * V + ids[1:]  # (N - 1,): one index per (a, b)
         counts = torch.bincount(pairs, minlength=V * V).view(V, V).double() + k
         self.log_probs = counts.log() - counts.sum(-1, keepdim=True).log()  # (V, V)
@@ -193,6 +202,9 @@ def generate_poems(
     """
     num = check_positive_int(num, "num")
     max_chars = check_positive_int(max_chars, "max_chars")
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = operator.index(seed)  # numpy's integers too
     newline = tokenizer.encode("\n", name="tokenizer's newline")  # (1,)
 
     def sample() -> list[str]:
@@ -241,10 +253,15 @@ def offset_profile(weights: Sequence[torch.Tensor], max_offset: int) -> torch.Te
         >>> offset_profile([w], 2)[0].tolist()
         [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
     """
+    max_offset = check_positive_int(max_offset, "max_offset", allow_zero=True)
     rows = []
     for layer, w in enumerate(weights):
         check_tensor(w, f"weights[{layer}]")
         check_rank(w, f"weights[{layer}]", 4, "(B, H, T, T)")
+        if w.shape[0] == 0:  # a mean over no sequences is NaN
+            raise ValueError(
+                f"weights[{layer}] must hold at least one sequence, got B = 0"
+            )
         T = w.shape[-1]
         if w.shape[-2] != T:
             raise ValueError(

@@ -233,10 +233,23 @@ class BertEncoder(nn.Module):
             ("attention_mask", attention_mask),
             ("token_type_ids", token_type_ids),
         ):
+            if t is not None:
+                check_tensor(t, name)
             if t is not None and tuple(t.shape) != (B, T):
                 raise ValueError(
                     f"{name} must have the shape of input_ids (B, T) = "
                     f"{fmt_shape((B, T))}, got {fmt_shape(t.shape)}"
+                )
+        if token_type_ids is not None:
+            check_token_ids(token_type_ids, "token_type_ids", 2, "(B, T)")
+            types = self.config.type_vocab_size
+            if token_type_ids.numel() and not (
+                0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < types
+            ):
+                raise ValueError(
+                    f"token_type_ids must be in [0, type_vocab_size) = [0, {types}), "
+                    f"got values in [{int(token_type_ids.min())}, "
+                    f"{int(token_type_ids.max())}]"
                 )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)

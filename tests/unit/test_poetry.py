@@ -62,7 +62,7 @@ def test_the_bigram_model_counts_pairs():
     first = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
     again = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
     assert first.shape == (4, 5) and torch.equal(first, again)
-    with pytest.raises(ValueError, match="k must be positive"):
+    with pytest.raises(ValueError, match="k must be a positive, finite number"):
         BigramModel(ids, 3, k=0.0)
 
 
@@ -157,7 +157,7 @@ BAD_INPUTS = {
     "k = inf": (
         lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2, k=math.inf),
         ValueError,
-        "k must be positive and finite",
+        "k must be a positive, finite number",
     ),
     "the loss of one token": (
         lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2).loss(torch.tensor([1])),

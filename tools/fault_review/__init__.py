@@ -21,8 +21,10 @@ its figures can be compared from run to run.
 The modules: ``outcomes`` (the records and the classifier, ``run_case``),
 ``variants`` (the bad values per kind of argument), the catalogue's areas in
 ``attention_cases`` (kernels, heads, masks and ALiBi, the module, the KV
-cache), ``model_cases`` (layers, the decoder, the tokenizer, the LM, viz) and
-``position_cases`` (learned and rotary positions), ``review`` (``catalogue``,
+cache), ``model_cases`` (layers, the decoder, the tokenizer, the LM, viz),
+``position_cases`` (learned and rotary positions), ``poetry_cases`` (chapter
+15's helpers), ``artifact_cases`` (the artifact cache) and ``bert_cases``
+(the BERT encoder's front door), ``review`` (``catalogue``,
 ``run_all`` and the damaged checkpoints) and ``cli`` (``main``).
 """
 

@@ -9,6 +9,7 @@ import torch
 
 import mha_book
 from mha_book.lm import checkpoint
+from tools.fault_review.artifact_cases import artifact_apis
 from tools.fault_review.attention_cases import (
     cache_apis,
     head_apis,
@@ -16,6 +17,7 @@ from tools.fault_review.attention_cases import (
     mask_apis,
     module_apis,
 )
+from tools.fault_review.bert_cases import bert_apis
 from tools.fault_review.model_cases import (
     decoder_apis,
     layer_apis,
@@ -25,6 +27,7 @@ from tools.fault_review.model_cases import (
     viz_apis,
 )
 from tools.fault_review.outcomes import Api, Outcome, run_case
+from tools.fault_review.poetry_cases import poetry_apis
 from tools.fault_review.position_cases import position_apis
 from tools.fault_review.variants import variants
 
@@ -46,6 +49,10 @@ def catalogue() -> list[Api]:
         *lm_apis(decoder, tokenizer),
         *viz_apis(),
         *position_apis(),
+        # areas added later: after the others, so theirs draw the same weights
+        *poetry_apis(decoder),
+        *artifact_apis(),
+        *bert_apis(),
     ]
 
 

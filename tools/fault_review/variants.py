@@ -85,6 +85,16 @@ def variants(value: object, api: Api, arg: str) -> Iterator[tuple[str, object]]:
         return _float_arg_variants(value)
     if isinstance(value, str):
         return iter([("int", 1), ("unknown name", "no-such-choice")])
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # poems, sentences: one of them alone is a str, read character by character
+        return iter(
+            [
+                ("one str", value[0]),
+                ("None", None),
+                ("empty", []),
+                ("an int inside", [*value[:-1], 1]),
+            ]
+        )
     # a config (an instance, not its class): its fields as a dict are not one
     if is_dataclass(value) and not isinstance(value, type):
         return iter([("dict of its fields", asdict(value)), ("None", None)])
