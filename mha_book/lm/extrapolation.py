@@ -22,6 +22,8 @@ other process has given up on it.
 
 from __future__ import annotations
 
+import math
+import operator
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +31,7 @@ from typing import TypedDict
 
 import torch
 
-from mha_book._checks import check_positive_int
+from mha_book._checks import check_positive_int, check_token_ids
 from mha_book.lm.artifacts import ArtifactBusy, cached
 from mha_book.lm.charlm import evaluate
 from mha_book.lm.training import train
@@ -127,6 +129,23 @@ def train_short_test_long(
         >>> all(loss > 0 for loss in runs["alibi"].val_loss)
         True
     """
+    vocab_size = check_positive_int(vocab_size, "vocab_size")
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        check_token_ids(ids, name, 1, "(N,)")
+        if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
+            raise ValueError(
+                f"{name} must be in [0, vocab_size) = [0, {vocab_size}), got values "
+                f"in [{int(ids.min())}, {int(ids.max())}]"
+            )
+    if (
+        isinstance(lr, bool)
+        or not isinstance(lr, (int, float))
+        or not 0 < lr < math.inf
+    ):
+        raise ValueError(f"lr must be a positive, finite number, got {lr!r}")
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = operator.index(seed)  # numpy's integers too
     for scheme in schemes:
         if scheme not in POSITIONS:
             raise ValueError(f"schemes must be among {POSITIONS}, got {scheme!r}")
@@ -138,6 +157,15 @@ def train_short_test_long(
     for factor in factors:
         check_positive_int(factor, "factors[i]")
     lengths = tuple(train_len * f for f in factors)
+    for name, ids, need in (
+        ("train_ids", train_ids, train_len + 1),
+        ("val_ids", val_ids, lengths[-1] + 1),
+    ):
+        if len(ids) < need:
+            raise ValueError(
+                f"{name} must hold at least {need} tokens (the longest window it "
+                f"is cut into, plus one), got {len(ids)}"
+            )
     settings = _Settings(
         vocab_size=vocab_size,
         embed_dim=embed_dim,

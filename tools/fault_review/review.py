@@ -18,6 +18,7 @@ from tools.fault_review.attention_cases import (
     module_apis,
 )
 from tools.fault_review.bert_cases import bert_apis
+from tools.fault_review.extrapolation_cases import extrapolation_apis
 from tools.fault_review.model_cases import (
     decoder_apis,
     layer_apis,
@@ -53,6 +54,7 @@ def catalogue() -> list[Api]:
         *poetry_apis(decoder),
         *artifact_apis(),
         *bert_apis(),
+        *extrapolation_apis(),
     ]
 
 
