@@ -1,10 +1,8 @@
 """Tiled attention with an online softmax: FlashAttention's algorithm in plain PyTorch.
 
-Taught in chapter 12-flash-attention.
-
-Legend: B batch, H heads, T query length, S key length, D head dim, Dv value
-dim; ``...`` are leading dims, usually ``(B, H)``. A tile is a block of
-``bq`` queries against a block of ``bk`` keys.
+Taught in chapter 12-flash-attention. Legend: B batch, H heads, T query length,
+S key length, D head dim, Dv value dim; ``...`` are leading dims, usually
+``(B, H)``. A tile is a block of ``bq`` queries against a block of ``bk`` keys.
 
 :func:`flash_attention` gives the output of
 :func:`~mha_book.attention.scaled_dot_product.scaled_dot_product_attention`
@@ -43,6 +41,7 @@ import numbers
 import torch
 from torch.autograd.function import once_differentiable
 
+from mha_book.attention._flash_checks import check_online_state
 from mha_book.attention.scaled_dot_product import _check_qkv
 
 __all__ = ["flash_attention", "online_softmax_update"]
@@ -99,6 +98,7 @@ def online_softmax_update(
         >>> torch.allclose(acc / l[:, None], torch.softmax(s, -1) @ v, atol=1e-6)
         True
     """
+    check_online_state(m, l, acc, scores, v)
     m_new = torch.maximum(m, scores.amax(dim=-1))  # (..., bq)
     # A row with no finite score yet has m_new = -inf; shifting by 0 instead
     # avoids -inf - (-inf) = NaN and still gives exp(-inf) = 0.

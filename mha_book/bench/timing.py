@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch.utils import benchmark
 
+from mha_book._checks import check_positive_int
+
 __all__ = [
     "attention_flops",
     "time_call",
@@ -48,6 +50,8 @@ def attention_flops(B: int, T: int, S: int, E: int) -> int:
         >>> attention_flops(2, 128, 128, 512)
         603979776
     """
+    for name, n in (("B", B), ("T", T), ("S", S), ("E", E)):
+        check_positive_int(n, name)
     projections = (
         2 * B * T * E * E * 2 + 2 * B * S * E * E * 2
     )  # q, out (T) and k, v (S)

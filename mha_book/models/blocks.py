@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 import torch
 from torch import nn
 
-from mha_book._checks import check_positive_int
+from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.rope import RotaryEmbedding
 
@@ -177,6 +177,8 @@ class DecoderOnlyBlock(nn.Module):
             ``(output, weights)``.
         """
 
+        _check_block_input(x, self.self_attn.embed_dim, self.norm1.weight.dtype)
+
         def self_attention(h):
             return self.self_attn(h, h, h, mask, need_weights=need_weights, bias=bias)
 
@@ -189,3 +191,15 @@ class DecoderOnlyBlock(nn.Module):
         )
         x, _ = residual(x, mlp, self.norm2, self.dropout, norm_first=True)
         return x, weights  # (B, T, E), (B, H, T, T) or None
+
+
+def _check_block_input(x: object, embed_dim: int, dtype: torch.dtype) -> None:
+    """Raise unless ``x`` is a ``(B, T, E)`` tensor of the block's dtype."""
+    check_tensor(x, "x")
+    check_rank(x, "x", 3, f"(B, T, {embed_dim})")
+    if x.shape[-1] != embed_dim:
+        raise ValueError(
+            f"x must have shape (B, T, E) with E = {embed_dim}, got {fmt_shape(x.shape)}"
+        )
+    if x.dtype != dtype:
+        raise TypeError(f"x must have the block's dtype {dtype}, got {x.dtype}")

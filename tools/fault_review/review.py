@@ -28,6 +28,7 @@ from tools.fault_review.model_cases import (
     viz_apis,
 )
 from tools.fault_review.outcomes import Api, Outcome, run_case
+from tools.fault_review.parts_cases import parts_apis
 from tools.fault_review.poetry_cases import poetry_apis
 from tools.fault_review.position_cases import position_apis
 from tools.fault_review.variants import variants
@@ -55,6 +56,7 @@ def catalogue() -> list[Api]:
         *artifact_apis(),
         *bert_apis(),
         *extrapolation_apis(),
+        *parts_apis(),
     ]
 
 
