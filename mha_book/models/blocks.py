@@ -195,7 +195,7 @@ class DecoderOnlyBlock(nn.Module):
 
 def _check_block_input(x: object, embed_dim: int, dtype: torch.dtype) -> None:
     """Raise unless ``x`` is a ``(B, T, E)`` tensor of the block's dtype."""
-    check_tensor(x, "x")
+    x = check_tensor(x, "x")
     check_rank(x, "x", 3, f"(B, T, {embed_dim})")
     if x.shape[-1] != embed_dim:
         raise ValueError(
