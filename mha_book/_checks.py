@@ -106,19 +106,38 @@ def check_probability(p: object, name: str) -> float:
     return float(p)
 
 
-def check_token_ids(ids: object, name: str, rank: int, symbols: str) -> torch.Tensor:
-    """Raise unless ``ids`` is an integer tensor of the given rank; return it.
+def check_token_ids(
+    ids: object,
+    name: str,
+    rank: int,
+    symbols: str,
+    vocab_size: int | None = None,
+    vocab_name: str = "vocab_size",
+) -> torch.Tensor:
+    """Raise unless ``ids`` is an integer tensor of the given rank, with every
+    id in ``[0, vocab_size)`` when that is given; return it.
 
     Example:
         >>> check_token_ids(torch.zeros(2, 3), "idx", 2, "(B, T)")
         Traceback (most recent call last):
             ...
         TypeError: idx must hold integer token ids, got dtype torch.float32
+        >>> check_token_ids(torch.tensor([0, 3]), "ids", 1, "(N,)", vocab_size=3)
+        Traceback (most recent call last):
+            ...
+        ValueError: ids must be in [0, vocab_size) = [0, 3), got values in [0, 3]
     """
     ids = check_tensor(ids, name)
     check_rank(ids, name, rank, symbols)
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if vocab_size is not None and ids.numel():
+        low, high = int(ids.min()), int(ids.max())
+        if not 0 <= low <= high < vocab_size:
+            raise ValueError(
+                f"{name} must be in [0, {vocab_name}) = [0, {vocab_size}), "
+                f"got values in [{low}, {high}]"
+            )
     return ids
 
 

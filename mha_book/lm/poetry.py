@@ -131,13 +131,8 @@ class BigramModel:
     """
 
     def __init__(self, ids: torch.Tensor, vocab_size: int, k: float = 0.01) -> None:
-        check_token_ids(ids, "ids", 1, "(N,)")
         V = check_positive_int(vocab_size, "vocab_size")
-        if len(ids) and not 0 <= int(ids.min()) <= int(ids.max()) < V:
-            raise ValueError(
-                f"ids must be in [0, vocab_size) = [0, {V}), got values in "
-                f"[{int(ids.min())}, {int(ids.max())}]"
-            )
+        check_token_ids(ids, "ids", 1, "(N,)", vocab_size=V)
         if (
             isinstance(k, bool)
             or not isinstance(k, (int, float))
@@ -150,16 +145,10 @@ class BigramModel:
 
     def loss(self, ids: torch.Tensor) -> float:
         """Mean cross-entropy (nats per token) of predicting ``ids[1:]`` from ``ids[:-1]``."""
-        check_token_ids(ids, "ids", 1, "(N,)")
-        V = self.log_probs.shape[0]
+        check_token_ids(ids, "ids", 1, "(N,)", vocab_size=self.log_probs.shape[0])
         if len(ids) < 2:
             raise ValueError(
                 f"ids must hold at least 2 tokens (one to predict), got {len(ids)}"
-            )
-        if not 0 <= int(ids.min()) <= int(ids.max()) < V:
-            raise ValueError(
-                f"ids must be in [0, vocab_size) = [0, {V}), got values in "
-                f"[{int(ids.min())}, {int(ids.max())}]"
             )
         return float(-self.log_probs[ids[:-1], ids[1:]].mean())
 

@@ -205,17 +205,8 @@ class BertEncoder(nn.Module):
         Returns:
             ``(hidden, attentions)``.
         """
-        check_token_ids(input_ids, "input_ids", 2, "(B, T)")
+        check_token_ids(input_ids, "input_ids", 2, "(B, T)", self.config.vocab_size)
         B, T = input_ids.shape
-        V = self.config.vocab_size
-        if (
-            input_ids.numel()
-            and not 0 <= int(input_ids.min()) <= int(input_ids.max()) < V
-        ):
-            raise ValueError(
-                f"input_ids must be in [0, vocab_size) = [0, {V}), got values in "
-                f"[{int(input_ids.min())}, {int(input_ids.max())}]"
-            )
         if T > self.config.max_position_embeddings:
             raise ValueError(
                 f"input_ids must have at most {self.config.max_position_embeddings} "
@@ -241,16 +232,10 @@ class BertEncoder(nn.Module):
                     f"{fmt_shape((B, T))}, got {fmt_shape(t.shape)}"
                 )
         if token_type_ids is not None:
-            check_token_ids(token_type_ids, "token_type_ids", 2, "(B, T)")
             types = self.config.type_vocab_size
-            if token_type_ids.numel() and not (
-                0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < types
-            ):
-                raise ValueError(
-                    f"token_type_ids must be in [0, type_vocab_size) = [0, {types}), "
-                    f"got values in [{int(token_type_ids.min())}, "
-                    f"{int(token_type_ids.max())}]"
-                )
+            check_token_ids(
+                token_type_ids, "token_type_ids", 2, "(B, T)", types, "type_vocab_size"
+            )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         positions = torch.arange(T, device=input_ids.device)  # (T,)

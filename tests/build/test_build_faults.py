@@ -30,6 +30,15 @@ def hanging_book(scratch: Path) -> Path:
     return pid_file
 
 
+def running_kernel(pid_file: Path) -> int:
+    """The pid of the kernel running hanging_book's cell, once it runs it."""
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.2)
+    return int(pid_file.read_text())
+
+
 def test_an_edition_killed_by_a_signal_fails_the_build(scratch):
     # Only the zh edition's Sphinx process is killed (by its own notebook
     # kernel, whose parent is the edition's kernel zygote: tools/build/warm_kernel.py).
@@ -92,11 +101,7 @@ def test_sigterm_stops_the_build_and_its_kernels(scratch, target):
         text=True,
         start_new_session=True,
     )
-    for _ in range(600):  # wait until the kernel runs the cell
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.2)
-    kernel = int(pid_file.read_text())
+    kernel = running_kernel(pid_file)
     if target == "its process group":
         os.killpg(proc.pid, signal.SIGTERM)
     else:
@@ -138,11 +143,7 @@ def test_a_killed_build_leaves_nothing_running_and_no_folder(scratch):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    for _ in range(600):  # wait until a kernel runs the cell
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.2)
-    kernel = int(pid_file.read_text())
+    kernel = running_kernel(pid_file)
     editions = [
         c
         for c in psutil.Process(proc.pid).children()
