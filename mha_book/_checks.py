@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -31,6 +32,10 @@ __all__ = [
     "check_probability",
     "check_positive_int",
     "check_token_ids",
+    "check_seconds",
+    "check_positive_ints",
+    "check_names",
+    "check_callable",
 ]
 
 
@@ -164,3 +169,71 @@ def check_positive_int(n: object, name: str, *, allow_zero: bool = False) -> int
     if n < 0 or (n == 0 and not allow_zero):
         raise ValueError(f"{name} must be {kind}, got {n}")
     return int(n)
+
+
+def check_seconds(x: object, name: str, *, allow_zero: bool = True) -> float:
+    """Raise unless ``x`` is a finite real number of seconds, >= 0 (or > 0).
+
+    Example:
+        >>> check_seconds(float("inf"), "min_run_time")
+        Traceback (most recent call last):
+            ...
+        ValueError: min_run_time must be a finite number of seconds >= 0, got inf
+    """
+    bound = ">= 0" if allow_zero else "> 0"
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number of seconds {bound}, got {type(x).__name__}"
+        )
+    if not math.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
+        raise ValueError(f"{name} must be a finite number of seconds {bound}, got {x}")
+    return float(x)
+
+
+def check_positive_ints(values: object, name: str) -> list[int]:
+    """Raise unless ``values`` is a non-empty sequence of positive ints; return them.
+
+    Example:
+        >>> check_positive_ints([128, 0], "lengths")
+        Traceback (most recent call last):
+            ...
+        ValueError: lengths[1] must be a positive int, got 0
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of positive ints, got {type(values).__name__}"
+        )
+    if not values:
+        raise ValueError(f"{name} must hold at least one positive int, got none")
+    return [check_positive_int(n, f"{name}[{i}]") for i, n in enumerate(values)]
+
+
+def check_names(values: object, name: str) -> list[str]:
+    """Raise unless ``values`` is a non-empty sequence of str (one str is not).
+
+    Example:
+        >>> check_names("explicit", "kernels")
+        Traceback (most recent call last):
+            ...
+        TypeError: kernels must be a sequence of names (str), got one str: 'explicit'
+    """
+    if isinstance(values, str):
+        raise TypeError(
+            f"{name} must be a sequence of names (str), got one str: {values!r}"
+        )
+    if not isinstance(values, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of names (str), got {type(values).__name__}"
+        )
+    if not values:
+        raise ValueError(f"{name} must hold at least one name, got none")
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(value).__name__}")
+    return list(values)
+
+
+def check_callable(fn: object, name: str) -> None:
+    """Raise ``TypeError`` unless ``fn`` can be called."""
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")

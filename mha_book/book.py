@@ -42,6 +42,8 @@ def book_language(default: str = "en") -> str:
         >>> book_language() in ("zh", "en")
         True
     """
+    if default not in LANGUAGES:
+        raise ValueError(f"default must be one of {LANGUAGES}, got {default!r}")
     lang = os.environ.get(LANG_ENV_VAR, default)
     if lang not in LANGUAGES:
         raise ValueError(f"{LANG_ENV_VAR} must be one of {LANGUAGES}, got {lang!r}")

@@ -15,9 +15,11 @@ table cannot drift from the code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
-from mha_book._checks import fmt_shape
+from mha_book._checks import check_positive_int, fmt_shape
 from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
@@ -40,6 +42,35 @@ ZH_STAGE_NAMES = {
 }
 
 
+def _rows(rows: object) -> Sequence:
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
+        raise TypeError(
+            "rows must be a sequence of (stage, symbolic, shape) triples, "
+            f"got {type(rows).__name__}"
+        )
+    return rows
+
+
+def _check_row(row: object, i: int) -> tuple[str, str, torch.Size]:
+    """One ``(stage, symbolic, shape)`` triple, or an error naming ``rows[i]``."""
+    if isinstance(row, (str, bytes)) or not isinstance(row, Sequence) or len(row) != 3:
+        raise ValueError(
+            f"rows[{i}] must be a (stage, symbolic, shape) triple, got {row!r}"
+        )
+    stage, symbolic, shape = row
+    if not isinstance(stage, str) or not isinstance(symbolic, str):
+        raise TypeError(
+            f"rows[{i}] must start with two str (stage, symbolic), got {row!r}"
+        )
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise TypeError(f"rows[{i}] must end with a shape (ints), got {shape!r}")
+    return (
+        stage,
+        symbolic,
+        torch.Size(check_positive_int(n, f"rows[{i}]", allow_zero=True) for n in shape),
+    )
+
+
 class ShapeTrace:
     """Stage-by-stage shapes of a forward pass: rows of (stage, symbolic, shape).
 
@@ -58,10 +89,12 @@ class ShapeTrace:
     """
 
     def __init__(self, rows, sizes: dict[str, int] | None = None) -> None:
-        self.rows = tuple(
-            (str(n), str(sym), torch.Size(shape)) for n, sym, shape in rows
-        )
+        self.rows = tuple(_check_row(row, i) for i, row in enumerate(_rows(rows)))
+        if sizes is not None and not isinstance(sizes, dict):
+            raise TypeError(f"sizes must be a dict or None, got {type(sizes).__name__}")
         self.sizes = dict(sizes or {})
+        for symbol, n in self.sizes.items():
+            check_positive_int(n, f"sizes[{symbol!r}]", allow_zero=True)
 
     @property
     def stages(self) -> list[str]:

@@ -17,6 +17,12 @@ from typing import Any
 
 import torch
 
+from mha_book._checks import (
+    check_names,
+    check_positive_int,
+    check_positive_ints,
+    check_seconds,
+)
 from mha_book.attention.kernels import ATTENTION_KERNELS, get_kernel
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.bench.timing import (
@@ -45,6 +51,10 @@ def run(
     min_seconds: float = 0.02,
 ) -> list[dict[str, float]]:
     """Time the four implementations; one result dict per length (times in seconds)."""
+    lengths = check_positive_ints(lengths, "lengths")
+    check_positive_int(repeats, "repeats")
+    check_positive_int(B, "B")
+    check_seconds(min_seconds, "min_seconds")
     torch.manual_seed(0)
     ours = MultiHeadAttention(E, H).eval()
     theirs = ours.to_torch().eval()
@@ -81,6 +91,7 @@ def _kernel(name: str, block_size: int) -> Callable[..., torch.Tensor]:
     Kernels that tile (their signature has ``block_size``) get ``block_size``;
     asking the signature keeps this free of kernel names.
     """
+    check_positive_int(block_size, "block_size")
     kernel = get_kernel(name)
     tiles = "block_size" in inspect.signature(kernel).parameters
     # an option of its own, beyond the signature every kernel shares
@@ -108,8 +119,15 @@ def kernel_times(
     with ``threads`` torch threads (default: as many as torch uses now), on
     the ``clock`` of :data:`~mha_book.bench.timing.CLOCKS`.
     """
+    lengths = check_positive_ints(lengths, "lengths")
+    for name, n in (("repeats", repeats), ("B", B), ("H", H), ("D", D)):
+        check_positive_int(n, name)
+    if threads is not None:
+        check_positive_int(threads, "threads")
     torch.manual_seed(0)
-    names = list(ATTENTION_KERNELS) if kernels is None else list(kernels)
+    names = (
+        list(ATTENTION_KERNELS) if kernels is None else check_names(kernels, "kernels")
+    )
     fns = {name: _kernel(name, block_size) for name in names}
     results = []
     before = torch.get_num_threads()
@@ -159,6 +177,13 @@ def forward_times(
         >>> len(times), all(t > 0 for t in times)
         (2, True)
     """
+    sizes = _sizes(sizes)
+    check_positive_int(B, "B")
+    if not isinstance(need_weights, bool):
+        raise TypeError(
+            f"need_weights must be a bool, got {type(need_weights).__name__}"
+        )
+    check_positive_int(seed, "seed", allow_zero=True)
     torch.manual_seed(seed)
     calls = {}
     for i, (E, H, T) in enumerate(sizes):
@@ -168,3 +193,20 @@ def forward_times(
     with torch.inference_mode():
         times = interleaved_times(calls, rounds, min_run_time=min_run_time, clock=clock)
     return [statistics.median(times[str(i)]) for i in range(len(sizes))]
+
+
+def _sizes(sizes: object) -> list[tuple[int, int, int]]:
+    """``sizes`` as ``(E, H, T)`` triples of positive ints, or an error naming them."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
+        raise TypeError(f"sizes must be a non-empty list of (E, H, T), got {sizes!r}")
+    triples = []
+    for i, size in enumerate(sizes):
+        if (
+            isinstance(size, (str, bytes))
+            or not isinstance(size, Sequence)
+            or len(size) != 3
+        ):
+            raise ValueError(f"sizes[{i}] must be a triple (E, H, T), got {size!r}")
+        E, H, T = (check_positive_int(n, f"sizes[{i}]") for n in size)
+        triples.append((E, H, T))
+    return triples

@@ -9,6 +9,7 @@ from functools import partial
 import torch
 from torch import nn
 
+from mha_book._checks import check_positive_int, check_positive_ints
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.masks import causal_mask
 from mha_book.attention.mha import MultiHeadAttention
@@ -83,6 +84,12 @@ def decode_speed(
         outputs), ``scale`` (largest output magnitude), ``cache_bytes`` (the
         caches after the last step, all layers).
     """
+    num_kv_heads = check_positive_ints(num_kv_heads, "num_kv_heads")
+    for name, n in (("layers", layers), ("prompt", prompt), ("new_tokens", new_tokens)):
+        check_positive_int(n, name)
+    check_positive_int(B, "B")
+    check_positive_int(repeats, "repeats")
+    check_positive_int(seed, "seed", allow_zero=True)
     calls, checks = {}, {}
     for Hkv in num_kv_heads:
         torch.manual_seed(seed)

@@ -18,6 +18,12 @@ from typing import Any
 
 import torch
 
+from mha_book._checks import (
+    check_names,
+    check_positive_int,
+    check_positive_ints,
+    check_seconds,
+)
 from mha_book.attention.kernels import ATTENTION_KERNELS
 from mha_book.bench.compare import _kernel
 
@@ -134,20 +140,25 @@ def measure_peak_memory(
     Raises:
         RuntimeError: If the subprocess fails (for example, not on Linux).
     """
-    kernels = list(ATTENTION_KERNELS) if kernels is None else list(kernels)
+    lengths = check_positive_ints(lengths, "lengths")
+    kernels = (
+        list(ATTENTION_KERNELS) if kernels is None else check_names(kernels, "kernels")
+    )
+    sizes = {"B": B, "H": H, "D": D, "threads": threads}
+    sizes = {name: check_positive_int(n, name) for name, n in sizes.items()}
+    block_size = check_positive_int(block_size, "block_size")
+    timeout = check_seconds(timeout, "timeout", allow_zero=False)
     for name in kernels:
         _kernel(name, block_size)  # ValueError on an unknown name
     spec = json.dumps(
         {
             "kernels": kernels,
-            "lengths": sorted(int(T) for T in lengths),
-            "B": B,
-            "H": H,
-            "D": D,
+            "lengths": sorted(lengths),
             "block_size": block_size,
-            "threads": threads,
+            **sizes,
         }
     )
+    threads = sizes["threads"]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     code = (
         "import sys; from mha_book.bench.memory import _memory_child; "

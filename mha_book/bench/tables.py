@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
+from mha_book._checks import check_positive_int
 from mha_book.bench.compare import RATIOS
 
 __all__ = ["format_table", "format_kernels", "format_decode"]
@@ -12,6 +16,29 @@ MATMUL_FRACTION_TARGET = 0.5  # fast GFLOP/s / matmul GFLOP/s at T = 2048
 MATMUL_FRACTION_LENGTH = 2048
 FLASH_MEMORY_TARGET = 0.05  # flash extra memory / explicit extra memory at T = 8192
 FLASH_MEMORY_LENGTH = 8192
+
+MEMORY_KEYS = ("kernel", "T", "extra_bytes")  # a row of measure_peak_memory
+DECODE_KEYS = (  # a row of decode_speed
+    "num_kv_heads", "no_cache_tok_s", "cache_tok_s", "speedup", "max_diff",
+    "scale", "cache_bytes",
+)  # fmt: skip
+
+
+def _rows(rows: object, name: str, keys: tuple[str, ...]) -> list[Mapping]:
+    """``rows`` as a list of dicts that hold ``keys``, or an error naming them."""
+    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+        raise TypeError(
+            f"{name} must be a list of result dicts, got {type(rows).__name__}"
+        )
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"{name}[{i}] must be a dict, got {type(row).__name__}")
+        missing = [key for key in keys if key not in row]
+        if missing:
+            raise ValueError(
+                f"{name}[{i}] must hold {', '.join(keys)}; missing {', '.join(missing)}"
+            )
+    return list(rows)
 
 
 def _verdict(ok: bool) -> str:
@@ -38,6 +65,14 @@ def format_table(results, matmul: float) -> str:
     The ratio columns and verdicts use the paired ratios of :func:`run`
     (median over repeats, quartiles in brackets) when a row has them.
     """
+    keys = ("T", "explicit", "fast", "torch_fast", "torch_weights", "gflops")
+    results = _rows(results, "results", keys)
+    if isinstance(matmul, bool) or not isinstance(matmul, (int, float)):
+        raise TypeError(
+            f"matmul must be a rate in GFLOP/s, got {type(matmul).__name__}"
+        )
+    if not (math.isfinite(matmul) and matmul > 0):
+        raise ValueError(f"matmul must be a finite rate > 0 in GFLOP/s, got {matmul}")
     head = (
         "T",
         "explicit ms",
@@ -108,8 +143,13 @@ def _columns(head, rows) -> list[str]:
 
 def format_kernels(times, memory=None, *, sizes=None) -> str:
     """The kernels section: times, extra memory (if measured) and the memory target."""
-    mem = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in memory or []}
+    times = _rows(times, "times", ("T",))
     names = [k for k in times[0] if k != "T"] if times else []
+    _rows(times, "times", ("T", *names))  # every row times the same kernels
+    memory = [] if memory is None else _rows(memory, "memory", MEMORY_KEYS)
+    if sizes is not None and not isinstance(sizes, Mapping):
+        raise TypeError(f"sizes must be a dict or None, got {type(sizes).__name__}")
+    mem = {(r["kernel"], r["T"]): r["extra_bytes"] / 2**20 for r in memory}
     head = (
         "T",
         *(f"{k} ms" for k in names),
@@ -160,6 +200,10 @@ def format_decode(
     rows, *, E: int, H: int, layers: int, prompt: int, new_tokens: int
 ) -> str:
     """The decoding section: tokens/s with and without a KV cache, per num_kv_heads."""
+    rows = _rows(rows, "rows", DECODE_KEYS)
+    for name, n in (("E", E), ("H", H), ("layers", layers), ("prompt", prompt)):
+        check_positive_int(n, name)
+    check_positive_int(new_tokens, "new_tokens")
     head = (
         "num_kv_heads",
         "no cache tok/s",

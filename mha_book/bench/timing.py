@@ -25,7 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch.utils import benchmark
 
-from mha_book._checks import check_positive_int
+from mha_book._checks import (
+    check_callable,
+    check_names,
+    check_positive_int,
+    check_seconds,
+)
 
 __all__ = [
     "attention_flops",
@@ -81,6 +86,8 @@ def time_call(
         >>> time_call(lambda: torch.zeros(8).sum(), clock="cpu") >= 0
         True
     """
+    check_callable(fn, "fn")
+    min_run_time = check_seconds(min_run_time, "min_run_time")
     timer = benchmark.Timer(
         "fn()",
         globals={"fn": fn},
@@ -94,6 +101,8 @@ def time_call(
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
     """Median GFLOP/s of an ``n x n`` float32 matmul on this machine."""
+    check_positive_int(n, "n")
+    check_positive_int(repeats, "repeats")
     a, b = torch.randn(n, n), torch.randn(n, n)
     with torch.inference_mode():
         _ = a @ b  # warm-up
@@ -114,7 +123,9 @@ def repeat_orders(names: Sequence[str], repeats: int, seed: int = 0) -> list[lis
         >>> len(orders), all(sorted(o) == ["a", "b", "c"] for o in orders)
         (4, True)
     """
-    rng = random.Random(seed)
+    names = check_names(names, "names")
+    check_positive_int(repeats, "repeats")
+    rng = random.Random(check_positive_int(seed, "seed", allow_zero=True))
     return [rng.sample(list(names), len(names)) for _ in range(repeats)]
 
 
@@ -131,11 +142,31 @@ def paired_ratio(
         >>> paired_ratio([2.0, 3.0, 4.0], [2.0, 2.0, 4.0])  # ratios 1, 1.5, 1
         (1.0, 1.0, 1.25)
     """
-    ratios = sorted(a / b for a, b in zip(ours, reference, strict=True))
+    ours, reference = _times(ours, "ours"), _times(reference, "reference")
+    if len(ours) != len(reference):
+        raise ValueError(
+            "ours and reference must hold one time per repeat each, got "
+            f"{len(ours)} and {len(reference)}"
+        )
+    ratios = sorted(a / b for a, b in zip(ours, reference))
     if len(ratios) == 1:
         return ratios[0], ratios[0], ratios[0]
     q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
     return median, q1, q3
+
+
+def _times(values: object, name: str) -> list[float]:
+    """``values`` as a list of seconds (> 0), or an error that names them."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of times in seconds, "
+            f"got {type(values).__name__}"
+        )
+    if not values:
+        raise ValueError(f"{name} must hold at least one time, got none")
+    return [
+        check_seconds(t, f"{name}[{i}]", allow_zero=False) for i, t in enumerate(values)
+    ]
 
 
 def interleaved_times(
@@ -171,10 +202,16 @@ def interleaved_times(
         >>> {name: len(t) for name, t in times.items()}
         {'a': 3, 'b': 3}
     """
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
+    check_positive_int(rounds, "rounds")
+    if not isinstance(calls, Mapping):
+        raise TypeError(
+            f"calls must map names to functions, got {type(calls).__name__}"
+        )
     if not calls:
         raise ValueError("calls must name at least one function, got none")
+    for name, fn in calls.items():
+        check_callable(fn, f"calls[{name!r}]")
+    check_seconds(min_run_time, "min_run_time")
     _clock(clock)
     for fn in calls.values():
         fn()  # warm-up: code paths, allocations, thread pools

@@ -24,19 +24,22 @@ Legend: L layers, H heads, T tokens (queries and keys alike: self-attention).
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
 import torch
 
-from mha_book._checks import fmt_shape
+from mha_book.viz._explorer_checks import (
+    check_attentions,
+    check_index,
+    check_payload,
+    check_tokens,
+)
 
 __all__ = ["AttentionExplorer", "explore", "static_asset"]
 
 DECIMALS = 3  # the weights in the page: rounded to 0.001, so off by <= 5e-4
-ROW_SUM_TOL = 1e-3
 ASSETS = ("explorer.js", "explorer.css")
 
 
@@ -90,7 +93,7 @@ class AttentionExplorer:
     """
 
     def __init__(self, payload: dict[str, Any]) -> None:
-        self.payload = payload
+        self.payload = check_payload(payload)
 
     @property
     def wire(self) -> dict[str, Any]:
@@ -169,12 +172,12 @@ def explore(
         >>> torch.tensor(explorer.payload["weights"]).shape
         torch.Size([2, 4, 3, 3])
     """
-    tokens = _check_tokens(tokens)
-    weights = _check_attentions(attentions, len(tokens))  # (L, H, T, T)
+    tokens = check_tokens(tokens)
+    weights = check_attentions(attentions, len(tokens))  # (L, H, T, T)
     num_layers, num_heads = weights.shape[:2]
-    layer = _check_index(layer, "layer", num_layers)
+    layer = check_index(layer, "layer", num_layers)
     if head != "all":
-        head = _check_index(head, "head", num_heads, " or 'all'")
+        head = check_index(head, "head", num_heads, " or 'all'")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__}")
     scale = 10**DECIMALS
@@ -189,104 +192,3 @@ def explore(
             "labels": _labels(),
         }
     )
-
-
-def _check_index(n: object, name: str, size: int, also: str = "") -> int:
-    """``n`` as an int in ``[0, size)``, or a named error."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be an int{also}, got {n!r}")
-    if not 0 <= int(n) < size:
-        raise ValueError(f"{name} must be in [0, {size}){also}, got {n}")
-    return int(n)
-
-
-def _check_tokens(tokens: object) -> list[str]:
-    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
-        raise TypeError(
-            f"tokens must be a list of str (one per position), got {type(tokens).__name__}"
-        )
-    if len(tokens) == 0:
-        raise ValueError("tokens must hold at least one token, got an empty sequence")
-    for i, token in enumerate(tokens):
-        if not isinstance(token, str):
-            raise TypeError(f"tokens[{i}] must be a str, got {type(token).__name__}")
-    return list(tokens)
-
-
-def _check_attentions(attentions: object, T: int) -> torch.Tensor:
-    """The weights as one float64 ``(L, H, T, T)`` tensor, or a named error."""
-    if isinstance(attentions, torch.Tensor):
-        if attentions.dim() != 4:
-            raise ValueError(
-                "attentions must be a tensor of shape (L, H, T, T) or a sequence of "
-                f"L tensors (H, T, T); got a tensor of shape {fmt_shape(attentions.shape)}"
-            )
-        layers = list(attentions.unbind(0))
-        names = [f"attentions[{i}]" for i in range(len(layers))]
-    elif isinstance(attentions, Sequence) and not isinstance(attentions, str):
-        layers, names = [], []
-        for i, a in enumerate(attentions):
-            name = f"attentions[{i}]"
-            if not isinstance(a, torch.Tensor):
-                raise TypeError(
-                    f"{name} must be a torch.Tensor, got {type(a).__name__}"
-                )
-            if a.dim() == 4 and a.shape[0] == 1:
-                a = a[0]  # (1, H, T, T) -> (H, T, T): a batch of one
-            elif a.dim() != 3:
-                raise ValueError(
-                    f"{name} must have shape (H, T, T) or (1, H, T, T), "
-                    f"got {fmt_shape(a.shape)}"
-                )
-            layers.append(a)
-            names.append(name)
-    else:
-        raise TypeError(
-            "attentions must be a torch.Tensor (L, H, T, T) or a sequence of "
-            f"tensors (H, T, T), got {type(attentions).__name__}"
-        )
-    if not layers:
-        raise ValueError("attentions must hold at least one layer, got none")
-    H = layers[0].shape[0]
-    if H == 0:
-        raise ValueError(f"{names[0]} must hold at least one head, got H = 0")
-    for a, name in zip(layers, names):
-        if tuple(a.shape) != (H, T, T):
-            raise ValueError(
-                f"{name} must have shape (H, T, T) = {fmt_shape((H, T, T))} "
-                f"(T = len(tokens), H as in attentions[0]), got {fmt_shape(a.shape)}"
-            )
-        if not a.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {a.dtype}")
-    weights = torch.stack([a.detach().to("cpu", torch.float64) for a in layers])
-    # A softmax stored in bfloat16 sums to 1 only within its rounding (about
-    # 0.002): the tolerance is the coarsest given dtype's epsilon, at least 1e-3.
-    tol = max([ROW_SUM_TOL, *(torch.finfo(a.dtype).eps for a in layers)])
-    _check_rows(weights, tol)
-    return weights  # (L, H, T, T)
-
-
-def _check_rows(weights: torch.Tensor, tol: float = ROW_SUM_TOL) -> None:
-    """Each row of ``(L, H, T, T)`` must be a distribution over the keys."""
-    bad = ~weights.isfinite()
-    if bad.any():
-        where = tuple(int(n) for n in bad.nonzero()[0])
-        raise ValueError(
-            f"attentions must be finite, got {weights[where].item()} at "
-            f"(layer, head, query, key) = {where}"
-        )
-    if (weights < 0).any():
-        where = tuple(int(n) for n in (weights < 0).nonzero()[0])
-        raise ValueError(
-            "attentions must be non-negative (softmax weights), got "
-            f"{weights[where].item():.4g} at (layer, head, query, key) = {where}"
-        )
-    sums = weights.sum(-1)  # (L, H, T)
-    off = (sums - 1).abs() > tol
-    if off.any():
-        where = tuple(int(n) for n in off.nonzero()[0])
-        raise ValueError(
-            f"each row of attentions must sum to 1 within {tol:g} (a softmax "
-            f"over the keys; drop padded positions first), got {sums[where].item():.4g} "
-            f"at (layer, head, query) = {where}"
-        )

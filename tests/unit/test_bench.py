@@ -112,9 +112,21 @@ def test_flop_count():
     )
 
 
-def test_bad_arguments_exit_with_usage():
-    with pytest.raises(SystemExit):
-        main(["--repeats", "0"])
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["--repeats", "0"], "--repeats"),
+        (["--lengths", "-8"], "--lengths"),
+        (["--threads", "0"], "--threads"),
+        (["--lengths", "many"], "--lengths"),
+        (["--no-such-option"], "--no-such-option"),
+    ],
+)
+def test_bad_arguments_exit_with_usage_and_the_option_named(argv, named, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert named in capsys.readouterr().err
 
 
 # --- kernels and decoding sections ---
@@ -263,8 +275,10 @@ def test_interleaved_times_gives_every_call_a_turn_in_every_round(monkeypatch):
     rounds = [seen[3 + 3 * r : 6 + 3 * r] for r in range(4)]
     assert all(sorted(r) == ["a", "b", "c"] for r in rounds)  # each once per round
     assert len({tuple(r) for r in rounds}) > 1  # in shuffled orders
-    for bad in (0, 1.5, True):
-        with pytest.raises(ValueError, match=r"rounds must be an int >= 1, got"):
+    with pytest.raises(ValueError, match=r"rounds must be a positive int, got 0"):
+        interleaved_times(calls, rounds=0)
+    for bad in (1.5, True):
+        with pytest.raises(TypeError, match=r"rounds must be a positive int, got"):
             interleaved_times(calls, rounds=bad)
     with pytest.raises(ValueError, match=r"calls must name at least one"):
         interleaved_times({}, rounds=1)

@@ -17,7 +17,9 @@ from tools.fault_review.attention_cases import (
     mask_apis,
     module_apis,
 )
+from tools.fault_review.bench_cases import bench_apis
 from tools.fault_review.bert_cases import bert_apis
+from tools.fault_review.diagram_cases import diagram_apis
 from tools.fault_review.extrapolation_cases import extrapolation_apis
 from tools.fault_review.model_cases import (
     decoder_apis,
@@ -57,6 +59,8 @@ def catalogue() -> list[Api]:
         *bert_apis(),
         *extrapolation_apis(),
         *parts_apis(),
+        *diagram_apis(),
+        *bench_apis(),
     ]
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, is_dataclass
 
 import numpy
@@ -70,6 +71,63 @@ def _float_arg_variants(p: float) -> Iterator[tuple[str, object]]:
     yield "numpy.float64 (valid)", numpy.float64(p)
 
 
+def _number_list_variants(values: list) -> Iterator[tuple[str, object]]:
+    yield "None", None
+    yield "empty", []
+    yield "one number alone", values[0]
+    yield "a zero inside", [*values[:-1], 0]
+    yield "a str inside", [*values[:-1], "1"]
+    yield "one shorter", values[:-1]
+
+
+def _row_list_variants(rows: list) -> Iterator[tuple[str, object]]:
+    """Lists of result dicts (the benchmark's tables) or of size tuples."""
+    yield "None", None
+    yield "one row alone", rows[0]
+    first = rows[0]
+    short = dict(list(first.items())[1:]) if isinstance(first, dict) else first[1:]
+    yield "a row missing an entry", [short, *rows[1:]]
+    yield "a str inside", [*rows[:-1], "row"]
+
+
+def _callable_variants(fn: Callable[..., object]) -> Iterator[tuple[str, object]]:
+    yield "None", None
+    yield "str", "fn"
+    yield "functools.partial of it", functools.partial(fn)
+
+
+def _list_variants(value: list) -> Iterator[tuple[str, object]]:
+    """A non-empty list: of str, of numbers, or of rows (dicts or tuples)."""
+    if all(isinstance(v, str) for v in value):
+        # poems, sentences: one of them alone is a str, read character by character
+        yield "one str", value[0]
+        yield "None", None
+        yield "empty", []
+        yield "an int inside", [*value[:-1], 1]
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        yield from _number_list_variants(value)
+    elif all(isinstance(v, (dict, tuple)) for v in value):
+        yield from _row_list_variants(value)
+
+
+def _object_variants(value: object) -> Iterator[tuple[str, object]]:
+    """A layer, a function, a dict or a config."""
+    if isinstance(value, torch.nn.Module):
+        yield "None", None
+        yield "str", "layer"
+        yield "a Linear layer", torch.nn.Linear(2, 2)
+    elif callable(value) and not isinstance(value, type):
+        yield from _callable_variants(value)
+    elif isinstance(value, dict) and value:
+        yield "None", None
+        yield "empty", {}
+        yield "a list of its values", list(value.values())
+    # a config (an instance, not its class): its fields as a dict are not one
+    elif is_dataclass(value) and not isinstance(value, type):
+        yield "dict of its fields", asdict(value)
+        yield "None", None
+
+
 def variants(value: object, api: Api, arg: str) -> Iterator[tuple[str, object]]:
     if isinstance(value, torch.Tensor) and value.dtype == torch.bool:
         return _mask_variants(value)
@@ -85,17 +143,6 @@ def variants(value: object, api: Api, arg: str) -> Iterator[tuple[str, object]]:
         return _float_arg_variants(value)
     if isinstance(value, str):
         return iter([("int", 1), ("unknown name", "no-such-choice")])
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        # poems, sentences: one of them alone is a str, read character by character
-        return iter(
-            [
-                ("one str", value[0]),
-                ("None", None),
-                ("empty", []),
-                ("an int inside", [*value[:-1], 1]),
-            ]
-        )
-    # a config (an instance, not its class): its fields as a dict are not one
-    if is_dataclass(value) and not isinstance(value, type):
-        return iter([("dict of its fields", asdict(value)), ("None", None)])
-    return iter(())
+    if isinstance(value, list) and value:
+        return _list_variants(value)
+    return _object_variants(value)

@@ -10,10 +10,16 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from mha_book._checks import check_positive_int
+from mha_book._checks import (
+    check_positive_int,
+    check_positive_ints,
+    check_rank,
+    check_tensor,
+)
 from mha_book.attention.heads import repeat_kv
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.masks import causal_mask
+from mha_book.attention.mha import MultiHeadAttention
 from mha_book.book import pick
 from mha_book.viz.diagrams._draw import draw_bool_grid
 from mha_book.viz.layout import record_layout
@@ -110,8 +116,8 @@ def kv_head_sharing(
     """
     H = check_positive_int(num_heads, "num_heads")
     reads = {}
-    for hkv in num_kv_heads:
-        if check_positive_int(hkv, "num_kv_heads") > H or H % hkv:
+    for hkv in check_positive_ints(num_kv_heads, "num_kv_heads"):
+        if hkv > H or H % hkv:
             raise ValueError(f"num_kv_heads must divide num_heads = {H}, got {hkv}")
         index = torch.arange(hkv).view(1, hkv, 1, 1)  # (B=1, Hkv, S=1, D=1)
         reads[hkv] = repeat_kv(index, H // hkv).flatten().tolist()  # (H,)
@@ -182,6 +188,11 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
     """
     from matplotlib.patches import Rectangle
 
+    if not isinstance(module, MultiHeadAttention):
+        raise TypeError(
+            f"module must be a mha_book.MultiHeadAttention, got {type(module).__name__}"
+        )
+    check_rank(check_tensor(x, "x"), "x", 3, "(B, T, E)")
     cache, shapes = KVCache(), []
     with torch.no_grad():
         for t in range(x.shape[1]):

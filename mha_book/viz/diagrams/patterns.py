@@ -46,6 +46,18 @@ def _check_layers(encoder, decoder, src, tgt) -> None:
                 f"{name} must hold one sequence, shape (1, {length}, E), "
                 f"got {fmt_shape(x.shape)}"
             )
+        weight = next(encoder.parameters(), None)
+        if weight is not None and x.dtype != weight.dtype:
+            raise TypeError(
+                f"{name} must have the dtype of the layers' parameters "
+                f"({weight.dtype}), got {x.dtype}"
+            )
+        E = getattr(getattr(encoder, "self_attn", None), "embed_dim", x.shape[-1])
+        if x.shape[-1] != E:
+            raise ValueError(
+                f"{name} must have shape (1, {length}, E) with E = {E} (the layers' "
+                f"embed_dim), got {fmt_shape(x.shape)}"
+            )
 
 
 def attention_patterns(

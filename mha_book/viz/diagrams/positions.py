@@ -8,6 +8,7 @@ Legend: H heads, T query length, S key length, D head dim, R rotated features.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -65,6 +66,9 @@ def rotary_rotation(
     """
     D = check_positive_int(head_dim, "head_dim")
     n = check_positive_int(positions, "positions")
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
+        raise TypeError(f"pairs must be a sequence of ints, got {type(pairs).__name__}")
+    pairs = tuple(check_positive_int(p, "pairs", allow_zero=True) for p in pairs)
     if n > 12 or not pairs or any(not 0 <= p < D // 2 for p in pairs):
         raise ValueError(
             f"positions must be at most 12 and pairs in [0, D/2) = [0, {D // 2}), "

@@ -68,6 +68,10 @@ def online_softmax_tiles(
         check_rank(x, name, 2, "(T, D)" if name == "q" else "(S, D)")
     bq, bk = _check_block_size(block_size)
     T = q.shape[0]
+    if T == 0:
+        raise ValueError(
+            f"q must hold at least one query row, got shape {tuple(q.shape)}"
+        )
     if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < T:
         raise ValueError(f"row must be an int in [0, T) = [0, {T}), got {row!r}")
     order, stats = [], []
