@@ -33,6 +33,7 @@ from tools.fault_review.outcomes import Api, Outcome, run_case
 from tools.fault_review.parts_cases import parts_apis
 from tools.fault_review.poetry_cases import poetry_apis
 from tools.fault_review.position_cases import position_apis
+from tools.fault_review.seq2seq_cases import seq2seq_apis
 from tools.fault_review.variants import variants
 
 
@@ -61,6 +62,7 @@ def catalogue() -> list[Api]:
         *parts_apis(),
         *diagram_apis(),
         *bench_apis(),
+        *seq2seq_apis(),
     ]
 
 
