@@ -83,7 +83,7 @@ def _pieces(d: datetime.date, fmt: str) -> list[tuple[str, str]]:
             (", ", ""),
             (y, "Y"),
         ]
-    if fmt == "dmy":  # d/m/y 2/12/2026: the order is stated
+    if fmt == "num_dmy":  # d/m/y 2/12/2026: the order is stated
         return [
             ("d/m/y ", ""),
             (day, "D"),
@@ -92,7 +92,7 @@ def _pieces(d: datetime.date, fmt: str) -> list[tuple[str, str]]:
             ("/", ""),
             (y, "Y"),
         ]
-    if fmt == "mdy":  # m/d/y 12/2/2026
+    if fmt == "num_mdy":  # m/d/y 12/2/2026
         return [
             ("m/d/y ", ""),
             (str(m), "M"),
@@ -111,7 +111,7 @@ def _pieces(d: datetime.date, fmt: str) -> list[tuple[str, str]]:
 
 
 #: The source formats, English first.
-FORMATS = ("en_long", "en_short", "dmy", "mdy", "zh_digits", "zh_words")
+FORMATS = ("en_long", "en_short", "num_dmy", "num_mdy", "zh_digits", "zh_words")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from mha_book._checks import check_positive_int
-from mha_book.lm.artifacts import cached
+from mha_book.lm.artifacts import ArtifactBusy, cached
 from mha_book.seq2seq.dates import FORMATS, render_date
 from mha_book.seq2seq.translator import (
     START,
@@ -28,7 +28,7 @@ from mha_book.seq2seq.translator import (
     encode_texts,
 )
 
-__all__ = ["TrainedTranslator", "date_batch", "train_translator"]
+__all__ = ["TrainedTranslator", "date_batch", "train_translator", "train_translators"]
 
 
 @dataclass
@@ -142,3 +142,31 @@ def train_translator(
         code=["mha_book.seq2seq.training"],
         kind=TrainedTranslator,
     )
+
+
+def train_translators(
+    configs: dict[str, TranslatorConfig], dates: Sequence, vocab: list[str], **options
+) -> dict[str, TrainedTranslator]:
+    """:func:`train_translator` for each of ``configs``, shared out between
+    processes that need the same runs (the book's two editions): each takes
+    the runs no other process is busy with, then waits for the rest.
+
+    ``options`` go to :func:`train_translator` (steps, batch size, ...).
+    """
+    if not isinstance(configs, dict) or not configs:
+        raise TypeError(
+            f"configs must be a non-empty dict of name -> TranslatorConfig, got {configs!r:.80}"
+        )
+    runs: dict[str, TrainedTranslator] = {}
+    # Written by hand because it is ten lines, as in mha_book.lm.extrapolation.
+    for name, config in configs.items():
+        try:
+            runs[name] = train_translator(config, dates, vocab, wait=False, **options)[
+                0
+            ]
+        except ArtifactBusy:
+            pass
+    for name, config in configs.items():
+        if name not in runs:
+            runs[name] = train_translator(config, dates, vocab, **options)[0]
+    return {name: runs[name] for name in configs}

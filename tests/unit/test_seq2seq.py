@@ -27,8 +27,8 @@ DAY = datetime.date(2026, 12, 2)  # a Wednesday
     [
         ("en_long", "Wednesday, 2 December 2026", "2026", "December", "2"),
         ("en_short", "Dec. 2, 2026", "2026", "Dec.", "2"),
-        ("dmy", "d/m/y 2/12/2026", "2026", "12", "2"),
-        ("mdy", "m/d/y 12/2/2026", "2026", "12", "2"),
+        ("num_dmy", "d/m/y 2/12/2026", "2026", "12", "2"),
+        ("num_mdy", "m/d/y 12/2/2026", "2026", "12", "2"),
         ("zh_digits", "2026年12月2日", "2026", "12", "2"),
         ("zh_words", "二〇二六年十二月二日星期三", "二〇二六", "十二", "二"),
     ],
@@ -78,9 +78,9 @@ def test_bad_dates_and_formats_are_named():
     with pytest.raises(ValueError, match="fmt must be one of"):
         render_date(DAY, "iso")
     with pytest.raises(ValueError, match=r"date must be in \[1950-01-01, 2049-12-31\]"):
-        render_date(datetime.date(2050, 1, 1), "dmy")
+        render_date(datetime.date(2050, 1, 1), "num_dmy")
     with pytest.raises(TypeError, match="date must be a datetime.date, got str"):
-        render_date("2026-12-02", "dmy")
+        render_date("2026-12-02", "num_dmy")
     with pytest.raises(
         ValueError, match=r"texts\[0\] must be non-empty, in the vocabulary"
     ):
@@ -187,7 +187,7 @@ def test_training_is_stored_once_and_loaded_as_it_was(tmp_path, monkeypatch):
     assert again.losses == first.losses and again.seconds == first.seconds
     for name, w in first.model.state_dict().items():
         assert torch.equal(again.model.state_dict()[name], w)
-    examples = [render_date(d, "dmy") for d in test[:3]]
+    examples = [render_date(d, "num_dmy") for d in test[:3]]
     assert len(exact_matches(again.model, examples, vocab)) == 3
     src, tgt_in, tgt_out = date_batch(train, random.Random(0), 4, vocab)
     assert tgt_in.shape == tgt_out.shape == (4, 10)
