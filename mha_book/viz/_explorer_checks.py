@@ -15,7 +15,7 @@ import torch
 from mha_book._checks import fmt_shape
 
 ROW_SUM_TOL = 1e-3
-PAYLOAD_KEYS = ("tokens", "weights", "layer", "head", "title", "labels")
+PAYLOAD_KEYS = ("tokens", "key_tokens", "weights", "layer", "head", "title", "labels")
 
 
 def check_index(n: object, name: str, size: int, also: str = "") -> int:
@@ -27,21 +27,27 @@ def check_index(n: object, name: str, size: int, also: str = "") -> int:
     return int(n)
 
 
-def check_tokens(tokens: object) -> list[str]:
+def check_tokens(tokens: object, name: str = "tokens") -> list[str]:
     if isinstance(tokens, str) or not isinstance(tokens, Sequence):
         raise TypeError(
-            f"tokens must be a list of str (one per position), got {type(tokens).__name__}"
+            f"{name} must be a list of str (one per position), got {type(tokens).__name__}"
         )
     if len(tokens) == 0:
-        raise ValueError("tokens must hold at least one token, got an empty sequence")
+        raise ValueError(f"{name} must hold at least one token, got an empty sequence")
     for i, token in enumerate(tokens):
         if not isinstance(token, str):
-            raise TypeError(f"tokens[{i}] must be a str, got {type(token).__name__}")
+            raise TypeError(f"{name}[{i}] must be a str, got {type(token).__name__}")
     return list(tokens)
 
 
-def check_attentions(attentions: object, T: int, slack: float = 0.0) -> torch.Tensor:
-    """The weights as one float64 ``(L, H, T, T)`` tensor, or a named error."""
+def check_attentions(
+    attentions: object, T: int, S: int | None = None, slack: float = 0.0
+) -> torch.Tensor:
+    """The weights as one float64 ``(L, H, T, S)`` tensor, or a named error.
+
+    ``S`` is the number of keys: ``T`` for self-attention (the default), the
+    number of key tokens for cross-attention.
+    """
     if isinstance(attentions, torch.Tensor):
         if attentions.dim() != 4:
             raise ValueError(
@@ -77,11 +83,15 @@ def check_attentions(attentions: object, T: int, slack: float = 0.0) -> torch.Te
     H = layers[0].shape[0]
     if H == 0:
         raise ValueError(f"{names[0]} must hold at least one head, got H = 0")
+    keys = "T" if S is None else "S"
+    where = "" if S is None else ", S = len(key_tokens)"
+    S = T if S is None else S
     for a, name in zip(layers, names):
-        if tuple(a.shape) != (H, T, T):
+        if tuple(a.shape) != (H, T, S):
             raise ValueError(
-                f"{name} must have shape (H, T, T) = {fmt_shape((H, T, T))} "
-                f"(T = len(tokens), H as in attentions[0]), got {fmt_shape(a.shape)}"
+                f"{name} must have shape (H, T, {keys}) = {fmt_shape((H, T, S))} "
+                f"(T = len(tokens){where}, H as in attentions[0]), "
+                f"got {fmt_shape(a.shape)}"
             )
         if not a.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got {a.dtype}")
@@ -90,7 +100,7 @@ def check_attentions(attentions: object, T: int, slack: float = 0.0) -> torch.Te
     # 0.002): the tolerance is the coarsest given dtype's epsilon, at least 1e-3.
     tol = max([ROW_SUM_TOL, *(torch.finfo(a.dtype).eps for a in layers)]) + slack
     check_rows(weights, tol)
-    return weights  # (L, H, T, T)
+    return weights  # (L, H, T, S)
 
 
 def check_rows(weights: torch.Tensor, tol: float = ROW_SUM_TOL) -> None:
@@ -131,6 +141,8 @@ def check_payload(payload: object) -> dict[str, Any]:
             f"payload must hold {', '.join(PAYLOAD_KEYS)}; missing {', '.join(missing)}"
         )
     T = len(check_tokens(payload["tokens"]))
+    keys = payload["key_tokens"]  # None: self-attention, the keys are the tokens
+    S = None if keys is None else len(check_tokens(keys, "payload['key_tokens']"))
     try:
         weights = torch.tensor(payload["weights"], dtype=torch.float64)
     except (TypeError, ValueError):
@@ -138,7 +150,7 @@ def check_payload(payload: object) -> dict[str, Any]:
             "payload['weights'] must be nested lists [L][H][T][T] of numbers"
         ) from None
     # each weight rounded to 0.001 (explore): a row may be off by T halves of it
-    weights = check_attentions(weights, T, slack=T * 5e-4)  # (L, H, T, T)
+    weights = check_attentions(weights, T, S, slack=(S or T) * 5e-4)  # (L, H, T, S)
     check_index(payload["layer"], "payload['layer']", weights.shape[0])
     if payload["head"] != "all":
         check_index(payload["head"], "payload['head']", weights.shape[1], " or 'all'")

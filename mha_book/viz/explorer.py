@@ -18,7 +18,8 @@ they travel as JSON inside the HTML as whole thousandths (``"scale": 1000``:
 ``123`` for 0.123), about half the raw bytes of the decimals (gzip makes the
 two forms nearly the same size).
 
-Legend: L layers, H heads, T tokens (queries and keys alike: self-attention).
+Legend: L layers, H heads, T query tokens, S key tokens (S = T, the same
+tokens, in self-attention; with ``key_tokens``, cross-attention: chapter 16).
 """
 
 from __future__ import annotations
@@ -132,7 +133,9 @@ class AttentionExplorer:
     def __repr__(self) -> str:
         w = self.payload["weights"]
         L, H, T = len(w), len(w[0]), len(self.payload["tokens"])
-        return f"AttentionExplorer(layers={L}, heads={H}, tokens={T})"
+        keys = self.payload.get("key_tokens")
+        cross = "" if keys is None else f", key_tokens={len(keys)}"
+        return f"AttentionExplorer(layers={L}, heads={H}, tokens={T}{cross})"
 
 
 def explore(
@@ -142,6 +145,7 @@ def explore(
     title: str | None = None,
     layer: int = 0,
     head: int | str = 0,
+    key_tokens: Sequence[str] | None = None,
 ) -> AttentionExplorer:
     """An interactive view of every head of every layer on one sentence.
 
@@ -156,10 +160,13 @@ def explore(
         title: shown above the widget (and its accessible name).
         layer: the layer shown first.
         head: the head shown first, or ``"all"`` for every head overlaid.
+        key_tokens: for cross-attention, the S tokens the queries attend to
+            (the keys column); by default the keys are ``tokens`` themselves.
 
     Shape:
-        - attentions: L x (H, T, T), L x (1, H, T, T) or (L, H, T, T)
-        - payload["weights"]: nested lists [L][H][T][T]
+        - attentions: L x (H, T, S), L x (1, H, T, S) or (L, H, T, S); S = T
+          without ``key_tokens``
+        - payload["weights"]: nested lists [L][H][T][S]
 
     Returns:
         An :class:`AttentionExplorer`; Jupyter and the book show it as HTML.
@@ -173,7 +180,10 @@ def explore(
         torch.Size([2, 4, 3, 3])
     """
     tokens = check_tokens(tokens)
-    weights = check_attentions(attentions, len(tokens))  # (L, H, T, T)
+    if key_tokens is not None:
+        key_tokens = check_tokens(key_tokens, "key_tokens")
+    S = None if key_tokens is None else len(key_tokens)
+    weights = check_attentions(attentions, len(tokens), S)  # (L, H, T, S)
     num_layers, num_heads = weights.shape[:2]
     layer = check_index(layer, "layer", num_layers)
     if head != "all":
@@ -181,10 +191,11 @@ def explore(
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__}")
     scale = 10**DECIMALS
-    rounded = torch.round(weights * scale) / scale  # (L, H, T, T), float64
+    rounded = torch.round(weights * scale) / scale  # (L, H, T, S), float64
     return AttentionExplorer(
         {
             "tokens": tokens,
+            "key_tokens": key_tokens,
             "weights": rounded.tolist(),
             "layer": layer,
             "head": head,

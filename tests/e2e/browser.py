@@ -494,8 +494,9 @@ def explorer_mismatches(
     weights = [
         [[w / scale for w in row] for row in head]
         for head in drawn["data"]["weights"][layer]
-    ]  # (H, T, T)
-    H, T = len(weights), len(drawn["data"]["tokens"])
+    ]  # (H, T, S)
+    data = drawn["data"]
+    H, S = len(weights), len(data.get("key_tokens") or data["tokens"])
     heads = list(range(H)) if head == "all" else [head]
     problems = []
     if (drawn["layer"], drawn["head"]) != (str(layer), str(head)):
@@ -531,7 +532,7 @@ def explorer_mismatches(
         if len(colours) != H:
             problems.append(f"all heads drawn in {len(colours)} colours, expected {H}")
     for h in heads:
-        for k in range(T):
+        for k in range(S):
             want, got = weights[h][query][k], opacity.get((h, k), 0.0)
             if abs(want - got) > EXPLORER_TOLERANCE:
                 problems.append(

@@ -1,4 +1,4 @@
-"""The attention explorers of chapters 11 and 15 (mha_book.explore) in Chromium.
+"""The attention explorers of chapters 11, 15 and 16 (mha_book.explore) in Chromium.
 
 In both editions: the widget renders offline without console errors, in the
 page's language; the lines drawn for a selected layer, head and query token
@@ -36,7 +36,11 @@ from mha_book import explore
 LANGS = ("zh", "en")
 PAGE = "11-pretrained-bert.html"
 # Every page that shows an explorer, and the (layers, heads) of its model.
-EXPLORERS = {PAGE: (6, 12), "15-tang-poems.html": (2, 4)}
+EXPLORERS = {
+    PAGE: (6, 12),
+    "15-tang-poems.html": (2, 4),
+    "16-cross-attention.html": (1, 4),  # cross-attention: T targets, S sources
+}
 BOTH = pytest.mark.parametrize("chapter", list(EXPLORERS))
 # The line of explorer.js that reads the weight of a line (broken on purpose below).
 WEIGHT_LINE = "const w = weights[l][h][i][k];"
@@ -82,7 +86,8 @@ def test_the_explorer_renders_in_the_page_language(page, site_url, lang, chapter
 def test_hovering_a_query_draws_its_weights(page, site_url, lang, chapter):
     seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
-    for layer, head, query in ((0, 0, 0), (L - 1, H - 1, T - 1), (1, H // 2, 5)):
+    second = min(1, L - 1)  # the second layer, where there is one
+    for layer, head, query in ((0, 0, 0), (L - 1, H - 1, T - 1), (second, H // 2, 5)):
         assert explorer_problems(page, layer=layer, head=head, query=query) == []
     assert load_problems(page, seen) == []  # nothing went wrong while hovering
 
@@ -92,7 +97,7 @@ def test_hovering_a_query_draws_its_weights(page, site_url, lang, chapter):
 def test_tabbing_to_a_query_draws_its_weights(page, site_url, lang, chapter):
     seen = open_page(page, f"{site_url}/{lang}/{chapter}")
     L, H, T = sizes(page)
-    for layer, head, query in ((1, H - 1, 4), (L - 1, 0, T - 1)):
+    for layer, head, query in ((min(1, L - 1), H - 1, 4), (L - 1, 0, T - 1)):
         problems = explorer_problems(
             page, layer=layer, head=head, query=query, via="keyboard"
         )

@@ -74,12 +74,15 @@
   // events use.
   function build(root, data, id) {
     const { tokens, labels, weights } = data;
+    // Cross-attention (chapter 16) has its own key tokens; self-attention's
+    // keys are the query tokens.
+    const keyTokens = data.key_tokens || tokens;
     const L = weights.length;
     const H = weights[0].length;
-    const T = tokens.length;
+    const rows = Math.max(tokens.length, keyTokens.length);
     root.setAttribute("role", "group");
     root.setAttribute("aria-label", data.title || labels.widget);
-    root.style.setProperty("--mha-explorer-rows", T);
+    root.style.setProperty("--mha-explorer-rows", rows);
     if (data.title) root.append(el("p", "mha-explorer__title", data.title));
 
     const controls = el("div", "mha-explorer__controls");
@@ -111,7 +114,7 @@
     // Written as markup so the parser gives it the SVG namespace; every row
     // of the token columns is one unit of the viewBox.
     canvas.innerHTML =
-      `<svg class="mha-explorer__lines" viewBox="0 0 100 ${T}" ` +
+      `<svg class="mha-explorer__lines" viewBox="0 0 100 ${rows}" ` +
       `preserveAspectRatio="none" aria-hidden="true" focusable="false"></svg>`;
     const buttons = tokens.map((token, i) => {
       const button = el("button", "mha-explorer__query", token);
@@ -122,7 +125,7 @@
       queries.append(button);
       return button;
     });
-    const numbers = tokens.map((token) => {
+    const numbers = keyTokens.map((token) => {
       const row = el("div", "mha-explorer__key");
       const number = el("span", "mha-explorer__weight", "");
       const word = el("span", "mha-explorer__token", token);
@@ -149,6 +152,7 @@
   function draw(view, weights, state) {
     const H = weights[0].length;
     const T = view.buttons.length;
+    const S = view.numbers.length; // keys: T in self-attention
     const l = state.layer;
     const all = state.head === "all";
     const heads = all ? [...Array(H).keys()] : [state.head];
@@ -158,7 +162,7 @@
     const lines = [];
     for (const h of heads) {
       for (const i of rows) {
-        for (let k = 0; k < T; k++) {
+        for (let k = 0; k < S; k++) {
           const w = weights[l][h][i][k];
           if (w <= 0) continue; // invisible anyway: a missing line means 0
           const line = document.createElementNS(NS, "line");
@@ -174,7 +178,7 @@
       }
     }
     view.svg.replaceChildren(...lines);
-    for (let k = 0; k < T; k++) {
+    for (let k = 0; k < S; k++) {
       let text = "";
       if (query !== null) {
         let sum = 0;
