@@ -215,13 +215,19 @@ def test_genuine_bfloat16_softmax_weights_are_accepted_and_bad_ones_are_not():
 
 
 def test_cross_attention_has_its_own_key_tokens():
-    w = torch.softmax(torch.randn(1, 2, 3, 5), dim=-1)  # (L, H, T, S): 3 queries, 5 keys
+    w = torch.softmax(
+        torch.randn(1, 2, 3, 5), dim=-1
+    )  # (L, H, T, S): 3 queries, 5 keys
     explorer = explore(["a", "b", "c"], w, key_tokens=list("vwxyz"), head=1)
     assert explorer.payload["key_tokens"] == list("vwxyz")
     assert torch.tensor(explorer.payload["weights"]).shape == (1, 2, 3, 5)
-    assert repr(explorer) == "AttentionExplorer(layers=1, heads=2, tokens=3, key_tokens=5)"
+    assert (
+        repr(explorer) == "AttentionExplorer(layers=1, heads=2, tokens=3, key_tokens=5)"
+    )
     assert explore(["a", "b"], w[..., :2, :2].softmax(-1)).payload["key_tokens"] is None
-    with pytest.raises(ValueError, match=r"\(H, T, S\) = \(2, 3, 4\).*S = len\(key_tokens\)"):
+    with pytest.raises(
+        ValueError, match=r"\(H, T, S\) = \(2, 3, 4\).*S = len\(key_tokens\)"
+    ):
         explore(["a", "b", "c"], w, key_tokens=list("wxyz"))
     with pytest.raises(TypeError, match=r"key_tokens\[1\] must be a str, got int"):
         explore(["a", "b", "c"], w, key_tokens=["v", 1, "x", "y", "z"])
