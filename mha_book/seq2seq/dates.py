@@ -141,7 +141,7 @@ class DateExample:
 
 def render_date(date: datetime.date, fmt: str) -> DateExample:
     """``date`` written in format ``fmt`` (one of :data:`FORMATS`)."""
-    if not isinstance(date, datetime.date):
+    if not isinstance(date, datetime.date) or isinstance(date, datetime.datetime):
         raise TypeError(f"date must be a datetime.date, got {type(date).__name__}")
     if not FIRST <= date <= LAST:
         raise ValueError(f"date must be in [{FIRST}, {LAST}], got {date}")
@@ -156,9 +156,13 @@ def render_date(date: datetime.date, fmt: str) -> DateExample:
 def date_split(
     test_every: int = 10, seed: int = 0
 ) -> tuple[list[datetime.date], list[datetime.date]]:
-    """Every date from 1950 to 2049, shuffled and split: one in ``test_every``
-    is held out for testing, in every format. Returns ``(train, test)``."""
-    check_positive_int(test_every, "test_every")
+    """Every date from 1950 to 2049, shuffled and split: the first
+    ``n // test_every`` of the n dates are held out for testing, in every
+    format. Returns ``(train, test)``."""
+    if check_positive_int(test_every, "test_every") < 2:
+        raise ValueError(
+            f"test_every must be at least 2 (1 leaves nothing to train on), got {test_every}"
+        )
     check_positive_int(seed, "seed", allow_zero=True)  # None would split at random
     days = (LAST - FIRST).days + 1
     dates = [FIRST + datetime.timedelta(i) for i in range(days)]

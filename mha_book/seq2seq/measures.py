@@ -44,7 +44,8 @@ def cross_attention(
     model: Translator, examples: Sequence[DateExample], vocab: list[str]
 ) -> torch.Tensor:
     """Each decoder layer's cross-attention weights while the model reads the
-    right target (teacher forcing): ``(B, L, H, T, S)``."""
+    right target (teacher forcing): ``(B, L, H, T, S)``, S the longest
+    source; the columns of a shorter source's padding hold 0."""
     src = encode_texts([ex.source for ex in examples], vocab)  # (B, S)
     tgt = encode_texts([ex.target for ex in examples], vocab)  # (B, T)
     tgt_in = torch.cat([torch.full_like(tgt[:, :1], START), tgt[:, :-1]], 1)
@@ -61,7 +62,12 @@ def alignment_shares(
 
     The query at target position t is the one that predicts character t.
     """
-    strongest = cross_attention(model, examples, vocab).argmax(-1)  # (B, L, H, T)
+    weights = cross_attention(model, examples, vocab)  # (B, L, H, T, S)
+    if weights.shape[-1] == 1:
+        raise ValueError(
+            "alignment_shares needs a model that attends to every source position, not a bottleneck"
+        )
+    strongest = weights.argmax(-1)  # (B, L, H, T)
     hits = torch.zeros(strongest.shape[1:3])  # (L, H)
     count = 0
     for b, ex in enumerate(examples):
@@ -70,6 +76,8 @@ def alignment_shares(
                 where = strongest[b, :, :, t]  # (L, H)
                 hits += ((where >= span[0]) & (where < span[1])).float()
                 count += 1
+    if count == 0:
+        raise ValueError("examples must hold at least one example, got none")
     return hits / count
 
 

@@ -1,6 +1,7 @@
 """Training the date translator (chapter 16-cross-attention): random dates in
 random formats, teacher forcing, AdamW with warm-up and cosine decay, stored
-once per build in the artifact cache (:mod:`mha_book.lm.artifacts`).
+in the artifact cache (:mod:`mha_book.lm.artifacts`) under everything that
+can change the run, so an identical run is made once.
 
 Legend: B batch, S source length, T = 10 target characters, V vocabulary size.
 """
@@ -8,7 +9,6 @@ Legend: B batch, S source length, T = 10 target characters, V vocabulary size.
 from __future__ import annotations
 
 import io
-import math
 import random
 import time
 from collections.abc import Sequence
@@ -20,6 +20,7 @@ from torch import nn
 
 from mha_book._checks import check_positive_int
 from mha_book.lm.artifacts import ArtifactBusy, cached
+from mha_book.lm.training import _learning_rate  # chapter 10's schedule
 from mha_book.seq2seq.dates import FORMATS, render_date
 from mha_book.seq2seq.translator import (
     START,
@@ -59,23 +60,16 @@ def date_batch(
     return src, torch.cat([start, tgt_out[:, :-1]], 1), tgt_out
 
 
-def _learning_rate(step: int, steps: int, lr: float, warmup: int = 30) -> float:
-    """Linear warm-up, then cosine decay to a tenth of ``lr``."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
 def _train(config, dates, vocab, steps, batch_size, lr, seed) -> TrainedTranslator:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     model = Translator(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    warmup = min(30, max(1, steps // 10))  # a short run still reaches lr
     losses, start = [], time.perf_counter()
     for step in range(steps):
         for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(step, steps, lr)
+            group["lr"] = _learning_rate(step, steps, lr, warmup)
         src, tgt_in, tgt_out = date_batch(dates, rng, batch_size, vocab)
         logits, _ = model(src, tgt_in)  # (B, T, V)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten())

@@ -85,9 +85,13 @@ def encode_texts(texts: Sequence[str], vocab: Sequence[str]) -> torch.Tensor:
     return ids
 
 
-def decode_ids(ids: torch.Tensor, vocab: list[str]) -> list[str]:
-    """The strings of ``(B, T)`` ids (padding and ``<s>`` dropped)."""
-    return ["".join(vocab[i] for i in row if i > START) for row in ids.tolist()]
+def decode_ids(ids: torch.Tensor, vocab: Sequence[str]) -> list[str]:
+    """The strings of ``(B, T)`` ids, one character per id: ``<pad>`` and
+    ``<s>`` (which a model may still write) show as "·", so position t of
+    the string is position t of the output."""
+    return [
+        "".join(vocab[i] if i > START else "·" for i in row) for row in ids.tolist()
+    ]
 
 
 class Translator(nn.Module):
@@ -180,8 +184,10 @@ class Translator(nn.Module):
         characters so far; with it, each step runs only the newest one.
         """
         check_positive_int(steps, "steps")
-        if steps >= self.config.max_len:
-            raise ValueError(f"steps must be below max_len = {self.config.max_len}")
+        if steps > self.config.max_len:  # positions 0 .. steps - 1
+            raise ValueError(
+                f"steps must be at most max_len = {self.config.max_len}, got {steps}"
+            )
         if cached:
             return self._greedy_cached(src, steps)
         tgt = torch.full((src.shape[0], 1), START, device=src.device)  # (B, 1)
@@ -204,7 +210,8 @@ class Translator(nn.Module):
         new target position ``(B, 1)`` through the decoder, ``(B, 1, V)``.
 
         Fed the target characters one by one, the steps give the logits of
-        :meth:`forward`, position by position.
+        :meth:`forward`, position by position, in eval mode (the steps apply
+        no attention dropout).
         """
         memory, memory_mask = self.encode(src)  # (B, S, E), (B, 1, 1, S)
         # once per sentence: each layer's cross-attention keys and values
@@ -213,6 +220,15 @@ class Translator(nn.Module):
         caches = [KVCache() for _ in layers]  # self-attention, one per layer
 
         def step(token: torch.Tensor) -> torch.Tensor:
+            check_token_ids(token, "token", 2, "(B, 1)", self.config.vocab_size)
+            if token.shape != (src.shape[0], 1):
+                raise ValueError(
+                    f"token must be (B, 1) = ({src.shape[0]}, 1), got {tuple(token.shape)}"
+                )
+            if caches[0].seq_len >= self.config.max_len:
+                raise ValueError(
+                    f"the target reached max_len = {self.config.max_len} positions"
+                )
             y = self._embed(token, offset=caches[0].seq_len)  # (B, 1, E)
             for layer, cache, (k, v) in zip(layers, caches, memory_kv):
                 y = decoder_step(layer, y, cache, k, v, memory_mask)  # (B, 1, E)

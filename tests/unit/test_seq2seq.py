@@ -81,6 +81,10 @@ def test_bad_dates_and_formats_are_named():
         render_date(datetime.date(2050, 1, 1), "num_dmy")
     with pytest.raises(TypeError, match="date must be a datetime.date, got str"):
         render_date("2026-12-02", "num_dmy")
+    with pytest.raises(TypeError, match="date must be a datetime.date, got datetime"):
+        render_date(datetime.datetime(2026, 12, 2, 8, 30), "num_dmy")
+    with pytest.raises(ValueError, match="test_every must be at least 2"):
+        date_split(test_every=1)
     with pytest.raises(
         ValueError, match=r"texts\[0\] must be non-empty, in the vocabulary"
     ):
@@ -128,8 +132,14 @@ def test_bad_ids_are_named():
         model(torch.tensor([[25]]), torch.tensor([[1]]))
     with pytest.raises(TypeError, match="tgt must hold integer token ids"):
         model(torch.tensor([[5]]), torch.tensor([[1.0]]))
-    with pytest.raises(ValueError, match="steps must be below max_len = 32"):
+    with pytest.raises(ValueError, match="steps must be at most max_len = 32, got 40"):
         model.greedy(torch.tensor([[5]]), 40)
+    assert model.greedy(torch.tensor([[5]]), 32).shape == (1, 32)  # every position
+    step = model.start_cached(torch.tensor([[5], [6]]))
+    with pytest.raises(
+        ValueError, match=r"token must be \(B, 1\) = \(2, 1\), got \(2, 2\)"
+    ):
+        step(torch.tensor([[1, 1], [1, 1]]))
     with pytest.raises(ValueError, match="embed_dim must be a positive int"):
         TranslatorConfig(20, embed_dim=0)
 
