@@ -89,9 +89,8 @@ def decode_ids(ids: torch.Tensor, vocab: Sequence[str]) -> list[str]:
     """The strings of ``(B, T)`` ids, one character per id: ``<pad>`` and
     ``<s>`` (which a model may still write) show as "·", so position t of
     the string is position t of the output."""
-    return [
-        "".join(vocab[i] if i > START else "·" for i in row) for row in ids.tolist()
-    ]
+    rows: list[list[int]] = ids.tolist()
+    return ["".join(vocab[i] if i > START else "·" for i in row) for row in rows]
 
 
 class Translator(nn.Module):
