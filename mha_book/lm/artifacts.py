@@ -36,7 +36,14 @@ import torch
 
 from mha_book._digest import code_digest
 
-__all__ = ["ARTIFACTS_ENV", "ArtifactBusy", "package_digest", "digest", "cached"]
+__all__ = [
+    "ARTIFACTS_ENV",
+    "ArtifactBusy",
+    "package_digest",
+    "digest",
+    "cached",
+    "shared_out",
+]
 
 ARTIFACTS_ENV = "MHA_BOOK_ARTIFACTS"
 Result = TypeVar("Result")
@@ -194,6 +201,36 @@ def cached(
         result = compute()
         _store(path, result, save)
         return result, False
+
+
+def shared_out(
+    names: Sequence[str], fetch: Callable[[str, bool], Result]
+) -> dict[str, Result]:
+    """``fetch(name, wait)`` for every name, shared out between processes that
+    need the same results (the book's two editions): first every result no
+    other process is busy with (``wait=False``; ``fetch`` lets
+    :class:`ArtifactBusy` through), then, waiting, the rest. Returns them in
+    the order of ``names``.
+
+    Example:
+        >>> def fetch(name, wait):
+        ...     if name == "b" and not wait:
+        ...         raise ArtifactBusy(name)  # another process is making it
+        ...     return name.upper()
+        >>> shared_out(["a", "b", "c"], fetch)
+        {'a': 'A', 'b': 'B', 'c': 'C'}
+    """
+    # Written by hand because it is ten lines.
+    results: dict[str, Result] = {}
+    for name in names:
+        try:
+            results[name] = fetch(name, False)
+        except ArtifactBusy:
+            pass
+    for name in names:
+        if name not in results:
+            results[name] = fetch(name, True)
+    return {name: results[name] for name in names}
 
 
 _DAMAGED = object()

@@ -32,7 +32,7 @@ from typing import TypedDict
 import torch
 
 from mha_book._checks import check_positive_int, check_token_ids
-from mha_book.lm.artifacts import ArtifactBusy, cached
+from mha_book.lm.artifacts import cached, shared_out
 from mha_book.lm.charlm import evaluate
 from mha_book.lm.training import train
 from mha_book.models.decoder import POSITIONS, CausalDecoder, DecoderConfig
@@ -212,15 +212,4 @@ def train_short_test_long(
         )
         return result
 
-    # Work sharing, written by hand because it is ten lines: take every run no
-    # other process is busy with, then wait for the rest in order.
-    results: dict[str, ExtrapolationRun] = {}
-    for scheme in schemes:
-        try:
-            results[scheme] = fetch(scheme, wait=False)
-        except ArtifactBusy:
-            pass
-    for scheme in schemes:
-        if scheme not in results:
-            results[scheme] = fetch(scheme, wait=True)
-    return {scheme: results[scheme] for scheme in schemes}
+    return shared_out(schemes, fetch)

@@ -8,7 +8,6 @@ Legend: B batch, S source length, T = 10 target characters, V vocabulary size.
 
 from __future__ import annotations
 
-import io
 import random
 import time
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ import torch
 from torch import nn
 
 from mha_book._checks import check_positive_int
-from mha_book.lm.artifacts import ArtifactBusy, cached
+from mha_book.lm.artifacts import cached, shared_out
 from mha_book.lm.training import _learning_rate  # chapter 10's schedule
 from mha_book.seq2seq.dates import FORMATS, render_date
 from mha_book.seq2seq.translator import (
@@ -121,7 +120,7 @@ def train_translator(
         torch.save(state, path)
 
     def load(path: Path) -> TrainedTranslator:
-        state = torch.load(io.BytesIO(path.read_bytes()), weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         model = Translator(TranslatorConfig(**state["config"]))
         model.load_state_dict(state["weights"])
         return TrainedTranslator(model.eval(), state["losses"], state["seconds"])
@@ -151,16 +150,8 @@ def train_translators(
         raise TypeError(
             f"configs must be a non-empty dict of name -> TranslatorConfig, got {configs!r:.80}"
         )
-    runs: dict[str, TrainedTranslator] = {}
-    # Written by hand because it is ten lines, as in mha_book.lm.extrapolation.
-    for name, config in configs.items():
-        try:
-            runs[name] = train_translator(config, dates, vocab, wait=False, **options)[
-                0
-            ]
-        except ArtifactBusy:
-            pass
-    for name, config in configs.items():
-        if name not in runs:
-            runs[name] = train_translator(config, dates, vocab, **options)[0]
-    return {name: runs[name] for name in configs}
+
+    def fetch(name: str, wait: bool) -> TrainedTranslator:
+        return train_translator(configs[name], dates, vocab, wait=wait, **options)[0]
+
+    return shared_out(list(configs), fetch)
