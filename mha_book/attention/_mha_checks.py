@@ -168,6 +168,13 @@ def check_step_inputs(
         raise ValueError(
             f"x must have the batch size of kv_cache ({cached.shape[0]}), got {B}"
         )
+    if not kv_cache.accepts_masks:
+        for name, given in (("mask", mask), ("key_mask", key_mask), ("bias", bias)):
+            if given is not None:
+                raise ValueError(
+                    f"{name} must be None with a {type(kv_cache).__name__}: it makes "
+                    f"its own mask over the keys it keeps, got a {type(given).__name__}"
+                )
     source = "B from x, S = cached + new keys"
     _check_masks(mha, mask, key_mask, B, T, past + T, x.device, source)
     _check_bias(mha, bias, x, "x", B, T, past + T)

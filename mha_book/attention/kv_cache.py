@@ -28,6 +28,7 @@ from mha_book._checks import (
     check_tensor,
     fmt_shape,
 )
+from mha_book.attention.masks import causal_mask
 
 __all__ = ["KVCache", "kv_cache_bytes_per_token"]
 
@@ -54,6 +55,8 @@ class KVCache:
         3072
     """
 
+    accepts_masks = True  # forward_step may add a mask or bias over its keys
+
     def __init__(self) -> None:
         self.keys: torch.Tensor | None = None
         self.values: torch.Tensor | None = None
@@ -62,6 +65,25 @@ class KVCache:
     def seq_len(self) -> int:
         """Number of cached tokens S (0 while empty)."""
         return 0 if self.keys is None else self.keys.shape[-2]
+
+    @property
+    def cached_len(self) -> int:
+        """Tokens held (here every one so far: ``seq_len``)."""
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def step_mask(
+        self, T: int, mask: torch.Tensor | None, device
+    ) -> torch.Tensor | None:
+        """The mask of ``T`` new queries against the keys :meth:`update` returns.
+
+        A single new token may attend every key: ``mask`` as given. Several
+        (a prompt) also get :func:`~mha_book.attention.masks.causal_mask`
+        ``(T, seq_len + T)``, aligned at the end, combined with ``mask``.
+        """
+        if T == 1:
+            return mask
+        causal = causal_mask(T, self.seq_len + T, device=device)  # (T, S)
+        return causal if mask is None else causal & mask  # (..., T, S)
 
     @property
     def nbytes(self) -> int:

@@ -29,7 +29,6 @@ from mha_book.attention.heads import merge_heads, repeat_kv, split_heads
 from mha_book.attention.kernels import get_kernel
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.mask_helpers import with_key_mask
-from mha_book.attention.masks import causal_mask
 from mha_book.attention.rope import RotaryEmbedding
 
 __all__ = ["MultiHeadAttention"]
@@ -261,14 +260,13 @@ class MultiHeadAttention(nn.Module):
             >>> out.shape, w.shape, cache.keys.shape
             (torch.Size([2, 1, 64]), torch.Size([2, 8, 1, 5]), torch.Size([2, 2, 5, 8]))
         """
-        past = check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights, bias)
+        check_step_inputs(self, x, kv_cache, mask, key_mask, need_weights, bias)
         mask = with_key_mask(mask, key_mask)  # None, (T, S) or 4-D
         if not self.batch_first:
             x = x.transpose(0, 1)  # (B, T, E)
-        T = x.shape[1]
-        if T > 1:  # a single newest token may attend every key: no mask needed
-            causal = causal_mask(T, past + T, device=x.device)  # (T, S)
-            mask = causal if mask is None else causal & mask  # (..., T, S)
+        # causal for several new tokens (a single newest one may attend every
+        # key), or the window of a RollingKVCache
+        mask = kv_cache.step_mask(x.shape[1], mask, x.device)  # None, (T, S) or 4-D
         output, weights = self._attend(x, x, x, mask, need_weights, bias, kv_cache)
         if not self.batch_first:
             output = output.transpose(0, 1)  # (T, B, E)

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
+from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.rope import RotaryEmbedding
 
@@ -191,6 +192,34 @@ class DecoderOnlyBlock(nn.Module):
         )
         x, _ = residual(x, mlp, self.norm2, self.dropout, norm_first=True)
         return x, weights  # (B, T, E), (B, H, T, T) or None
+
+    def forward_step(
+        self,
+        x: torch.Tensor,
+        kv_cache: KVCache,
+        bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Run the block on new tokens, its attention reading and filling ``kv_cache``.
+
+        As :meth:`forward` with a causal mask, through
+        :meth:`~mha_book.attention.mha.MultiHeadAttention.forward_step`.
+
+        Shape:
+            - x: ``(B, T, E)``, the new tokens
+            - bias: ``(T, S)`` or 4-D over the cache's keys, or None
+            - output: ``(B, T, E)``
+        """
+        _check_block_input(x, self.self_attn.embed_dim, self.norm1.weight.dtype)
+
+        def self_attention(h):
+            return self.self_attn.forward_step(
+                h, kv_cache, need_weights=False, bias=bias
+            )
+
+        x, _ = residual(x, self_attention, self.norm1, self.dropout, norm_first=True)
+        h = self.norm2(x)  # the MLP sublayer as in forward
+        h = feed_forward(h, self.linear1, self.linear2, nn.functional.gelu)
+        return x + self.dropout(h)  # (B, T, E)
 
 
 def _check_block_input(x: object, embed_dim: int, dtype: torch.dtype) -> None:
