@@ -24,6 +24,8 @@ Legend: B streams, N tokens per stream, C cache size, E model dim, V vocabulary.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from pathlib import Path
 from typing import cast
 
 import torch
@@ -32,10 +34,12 @@ from mha_book._checks import check_positive_int, check_token_ids
 from mha_book.attention.alibi import alibi_bias
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.window_caches import SinkKVCache
+from mha_book.lm.artifacts import cached, shared_out
+from mha_book.lm.training import torch_threads
 from mha_book.models.blocks import DecoderOnlyBlock
 from mha_book.models.decoder import CausalDecoder
 
-__all__ = ["POLICIES", "decoder_step", "stream_losses"]
+__all__ = ["POLICIES", "decoder_step", "stream_losses", "stream_policies"]
 
 POLICIES = ("dense", "window", "sinks", "recompute")
 
@@ -189,3 +193,55 @@ def _last_logits(model: CausalDecoder, idx: torch.Tensor) -> torch.Tensor:
     per window instead of at all C positions (V is large for the poems)."""
     x = _hidden(model, idx, [KVCache() for _ in model.blocks])  # (b, C, E)
     return model.lm_head(model.norm(x[:, -1]))  # (b, V)
+
+
+def stream_policies(
+    model: CausalDecoder,
+    ids: torch.Tensor,
+    *,
+    cache_size: int,
+    sinks: int = 4,
+    policies: tuple[str, ...] = POLICIES,
+) -> dict[str, torch.Tensor]:
+    """:func:`stream_losses` for every policy, each on one thread, stored once.
+
+    Each run goes through the artifact cache (:mod:`mha_book.lm.artifacts`),
+    and two processes that need the same runs (the book's two editions)
+    share them out: each takes the runs the other is not working on.
+
+    Returns:
+        ``{policy: losses (B, N - 1)}`` in the order of ``policies``.
+
+    Example:
+        >>> from mha_book.models.decoder import DecoderConfig
+        >>> model = CausalDecoder(DecoderConfig(20, 16, 2, 1, max_len=8, positions="rope"))
+        >>> runs = stream_policies(model.eval(), torch.randint(0, 20, (2, 12)), cache_size=4,
+        ...                        sinks=1, policies=("window", "sinks"))
+        >>> list(runs), runs["sinks"].shape
+        (['window', 'sinks'], torch.Size([2, 11]))
+    """
+    for policy in policies:
+        if policy not in POLICIES:
+            raise ValueError(f"policies must be among {POLICIES}, got {policy!r}")
+    key = (asdict(model.config), model.state_dict(), ids, cache_size, sinks)
+
+    def fetch(policy: str, wait: bool) -> torch.Tensor:
+        def run() -> torch.Tensor:
+            with torch_threads(1):
+                return stream_losses(
+                    model, ids, policy=policy, cache_size=cache_size, sinks=sinks
+                )
+
+        def save(losses: torch.Tensor, path: Path) -> None:
+            torch.save(losses, path)
+
+        def load(path: Path) -> torch.Tensor:
+            return torch.load(path, weights_only=True)
+
+        losses, _ = cached(
+            "streaming", (policy, key), run, save=save, load=load, wait=wait,
+            kind=torch.Tensor,
+        )  # fmt: skip
+        return losses
+
+    return shared_out(policies, fetch)

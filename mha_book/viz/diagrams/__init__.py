@@ -34,6 +34,10 @@ per idea; the chapter that teaches the idea draws it:
 - :mod:`~mha_book.viz.diagrams.positions` (chapter 14): :func:`rotary_rotation`,
   one vector rotated by RoPE at successive positions, pair by pair;
   :func:`alibi_heads`, ALiBi's bias of every head as a heatmap.
+- :mod:`~mha_book.viz.diagrams.inference` (chapter 17): :func:`ring_buffer`,
+  a rolling cache's slots; :func:`sink_window`, what a sink cache keeps;
+  :func:`block_table`, sequences' blocks in a shared pool;
+  :func:`latent_data_flow`, multi-head latent attention's shapes.
 - :mod:`~mha_book.viz.diagrams.registry` (chapter 09): :func:`kernel_choice`,
   which registered kernel a module runs for each ``kernel=`` and
   ``need_weights``, recorded by calling real modules.
@@ -49,6 +53,10 @@ _EXPORTS = {
     "kv_cache_growth": "decoding",
     "kv_head_sharing": "decoding",
     "torch_is_causal_mask": "decoding",
+    "block_table": "inference",
+    "latent_data_flow": "inference",
+    "ring_buffer": "inference",
+    "sink_window": "inference",
     "mask_broadcast": "masks",
     "head_columns": "parallel",
     "parallel_heads": "parallel",
@@ -70,6 +78,12 @@ if TYPE_CHECKING:
         kv_head_sharing,
         torch_is_causal_mask,
     )
+    from mha_book.viz.diagrams.inference import (
+        block_table,
+        latent_data_flow,
+        ring_buffer,
+        sink_window,
+    )
     from mha_book.viz.diagrams.masks import mask_broadcast
     from mha_book.viz.diagrams.parallel import head_columns, parallel_heads
     from mha_book.viz.diagrams.patterns import attention_patterns
@@ -80,6 +94,10 @@ if TYPE_CHECKING:
     from mha_book.viz.diagrams.tiling import online_softmax_tiles
 
 __all__ = [
+    "ring_buffer",
+    "sink_window",
+    "block_table",
+    "latent_data_flow",
     "torch_is_causal_mask",
     "causal_alignment",
     "kv_head_sharing",
