@@ -37,6 +37,7 @@ from mha_book._checks import (
     check_positive_int,
     check_rank,
     check_tensor,
+    fmt_shape,
 )
 from mha_book.attention.alibi import alibi_slopes
 
@@ -137,9 +138,7 @@ def flex_attend(
         >>> torch.allclose(out, ref)
         True
     """
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_tensor(x, name)
-        check_rank(x, name, 4, "(B, H, T, D)")
+    _check_qkv(q, k, v)
     block_mask = None
     if mask_mod is not None:
         check_callable(mask_mod, "mask_mod")
@@ -152,6 +151,32 @@ def flex_attend(
         out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
     assert isinstance(out, torch.Tensor)  # no return_lse
     return out
+
+
+def _check_qkv(q: object, k: object, v: object) -> None:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        x = check_tensor(x, name)
+        check_rank(x, name, 4, "(B, H, T, D)")
+        if not x.is_floating_point() or x.numel() == 0:
+            raise ValueError(
+                f"{name} must be a non-empty floating-point (B, H, T, D) tensor, "
+                f"got {fmt_shape(x.shape)} of {x.dtype}"
+            )
+    assert isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
+    assert isinstance(v, torch.Tensor)
+    if k.shape[:2] != q.shape[:2] or k.shape[-1] != q.shape[-1]:
+        raise ValueError(
+            f"k must have q's (B, H) = {fmt_shape(q.shape[:2])} and D = {q.shape[-1]}, "
+            f"got {fmt_shape(k.shape)}"
+        )
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(
+            f"v must have k's (B, H, S) = {fmt_shape(k.shape[:3])}, got {fmt_shape(v.shape)}"
+        )
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(
+            f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
 
 
 def dense_mask(

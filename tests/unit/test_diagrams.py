@@ -7,6 +7,7 @@ import torch
 
 from mha_book.attention.alibi import alibi_bias, alibi_slopes
 from mha_book.attention.heads import merge_heads, split_heads
+from mha_book.attention.latent import LatentAttention
 from mha_book.attention.masks import causal_mask, padding_mask
 from mha_book.attention.mha import MultiHeadAttention
 from mha_book.attention.trace import trace_shapes
@@ -15,16 +16,20 @@ from mha_book.viz.diagrams import (
     alibi_heads,
     attention_matrices,
     attention_patterns,
+    block_table,
     causal_alignment,
     head_split_layout,
     kernel_choice,
     kv_cache_growth,
     kv_head_sharing,
+    latent_data_flow,
     mask_broadcast,
     mha_data_flow,
     online_softmax_tiles,
     parallel_heads,
+    ring_buffer,
     rotary_rotation,
+    sink_window,
     torch_is_causal_mask,
 )
 from mha_book.viz.layout import figure_layout
@@ -481,7 +486,24 @@ DIAGRAMS = {
     ),
     "rotary_rotation": lambda: rotary_rotation(head_dim=8, pairs=(0, 1, 2)),
     "alibi_heads": lambda: alibi_heads(3, 4),
+    "ring_buffer": lambda: ring_buffer(3, 5),
+    "sink_window": lambda: sink_window(1, 2, 5),
+    "block_table": lambda: block_table(_paged_sequences()),
+    "latent_data_flow": lambda: latent_data_flow(
+        LatentAttention(16, 2, head_dim=8, latent_dim=8, rope_dim=4),
+        torch.randn(1, 3, 16),
+    ),
 }
+
+
+def _paged_sequences():
+    from mha_book.attention.paged import BlockPool, PagedKVCache
+
+    pool = BlockPool(16, 4, num_kv_heads=1, head_dim=2)
+    a, b = PagedKVCache(pool), PagedKVCache(pool)
+    a.append(torch.zeros(1, 5, 2), torch.zeros(1, 5, 2))
+    b.append(torch.zeros(1, 3, 2), torch.zeros(1, 3, 2))
+    return [a, b]
 
 
 def test_every_diagram_is_in_the_list_of_diagrams():

@@ -21,6 +21,7 @@ from tools.fault_review.bench_cases import bench_apis
 from tools.fault_review.bert_cases import bert_apis
 from tools.fault_review.diagram_cases import diagram_apis
 from tools.fault_review.extrapolation_cases import extrapolation_apis
+from tools.fault_review.inference_cases import inference_apis
 from tools.fault_review.model_cases import (
     decoder_apis,
     layer_apis,
@@ -63,6 +64,7 @@ def catalogue() -> list[Api]:
         *diagram_apis(),
         *bench_apis(),
         *seq2seq_apis(),
+        *inference_apis(),
     ]
 
 

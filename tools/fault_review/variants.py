@@ -108,6 +108,11 @@ def _list_variants(value: list) -> Iterator[tuple[str, object]]:
         yield from _number_list_variants(value)
     elif all(isinstance(v, (dict, tuple)) for v in value):
         yield from _row_list_variants(value)
+    else:  # tensors, caches, other objects
+        yield "None", None
+        yield "empty", []
+        yield "one item alone", value[0]
+        yield "a str inside", [*value[:-1], "x"]
 
 
 def _object_variants(value: object) -> Iterator[tuple[str, object]]:

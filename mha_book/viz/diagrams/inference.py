@@ -248,6 +248,7 @@ def latent_data_flow(
                "ec": NEW if cached else KEPT}  # fmt: skip
         shape = f"{SYMBOLS[name]} = {shapes[name]}"
         ax.text(0.0, y, f"{text}\n{shape}", va="center", bbox=box, linespacing=1.2)
+    assert cache.latents is not None and cache.rope_keys is not None  # filled above
     layout = record_layout(fig, rows=len(steps), columns=1, direction="top-to-bottom")
     return fig, {
         "shapes": shapes,
