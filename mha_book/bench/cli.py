@@ -9,6 +9,7 @@ import torch
 
 from mha_book.bench.compare import kernel_times, run
 from mha_book.bench.decode import decode_speed
+from mha_book.bench.flex import flex_speed, format_flex
 from mha_book.bench.memory import measure_peak_memory
 from mha_book.bench.tables import format_decode, format_kernels, format_table
 from mha_book.bench.timing import matmul_gflops
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     tables = [_run_module_table(args), *_run_kernels_and_decoding(args)]
+    _run_flex(args)
     # The verdict column of the tables is where the targets are judged.
     missed = [line for t in tables for line in t.splitlines() if "  MISS" in line]
     if args.strict and missed:
@@ -167,3 +169,12 @@ def _run_kernels_and_decoding(args) -> tuple[str, str]:
     decoding = format_decode(decode_speed(**decode), **sizes)
     print(decoding)
     return kernels, decoding
+
+
+def _run_flex(args) -> None:
+    """Compiled FlexAttention (chapter 17), skipped with ``--quick``."""
+    if args.quick:
+        print("\nFlexAttention: skipped with --quick (compiling takes tens of seconds)")
+        return
+    rows = flex_speed(args.kernel_lengths, window=256, repeats=args.repeats)
+    print(f"\n{format_flex(rows, 256)}")
