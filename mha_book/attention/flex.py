@@ -146,6 +146,14 @@ def flex_attend(
         block_mask = create_block_mask(mask_mod, B, H, T, S, device=str(q.device))
     if score_mod is not None:
         check_callable(score_mod, "score_mod")
+    # The eager path still runs through torch._dynamo, which guards on whether
+    # q, k and v are one tensor. In torch 2.13, when that guard fails and
+    # recompile logging is on (as under pytest), explaining the failure raises
+    # TypeError. Self-attention often passes one tensor three times: copy it.
+    if k is q:
+        k = k.clone()
+    if v is q or v is k:
+        v = v.clone()
     with warnings.catch_warnings():  # the eager path is the point; see the docstring
         warnings.filterwarnings("ignore", "flex_attention called without torch.compile")
         out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)

@@ -208,19 +208,16 @@ class LatentAttention(nn.Module):
     def _absorbed(self, q_plain, rope_scores, c, mask) -> torch.Tensor:
         """Attention over the latents themselves: no per-head key or value."""
         H, D, C = self.num_heads, self.head_dim, self.latent_dim
+        # A server folds W_UK into the query projection, and W_O W_UV into one
+        # output matrix, once when it loads the weights; here, at every call.
         w_uk = self.k_up.weight.view(H, D, C)  # (H, D, C): W_UK,h
-        q_latent = (
-            q_plain @ w_uk
-        )  # (B, H, T, C): W_UK,hᵀ q_h, the query in latent space
+        q_latent = q_plain @ w_uk  # (B, H, T, C): W_UK,hᵀ q_h, in latent space
         scores = q_latent @ c[:, None].transpose(-2, -1) + rope_scores  # (B, H, T, S)
         scores = scores / (D + self.rope_dim) ** 0.5
         scores = scores.masked_fill(~mask, float("-inf"))
-        context = (
-            torch.softmax(scores, dim=-1) @ c[:, None]
-        )  # (B, H, T, C): sum of latents
+        weights = torch.softmax(scores, dim=-1)  # (B, H, T, S)
+        context = weights @ c[:, None]  # (B, H, T, C): weighted sum of latents
         w_uv = self.v_up.weight.view(H, D, C)  # (H, D, C): W_UV,h
-        w_o = self.out_proj.weight.view(self.embed_dim, H, D).transpose(
-            0, 1
-        )  # (H, E, D)
-        w_out = w_o @ w_uv  # (H, E, C): W_O,h W_UV,h, folded once
+        w_o = self.out_proj.weight.view(self.embed_dim, H, D)  # (E, H, D): W_O,h
+        w_out = w_o.transpose(0, 1) @ w_uv  # (H, E, C): W_O,h W_UV,h
         return torch.einsum("bhtc,hec->bte", context, w_out)  # (B, T, E)

@@ -93,6 +93,8 @@ class BlockPool:
 
     def free(self, blocks: list[int]) -> None:
         """Give blocks back to the pool (a sequence finished)."""
+        if len(set(blocks)) != len(blocks):
+            raise ValueError(f"blocks must not repeat a block, got {blocks}")
         for b in blocks:
             if isinstance(b, bool) or not isinstance(b, int):
                 raise TypeError(f"blocks must hold ints, got {type(b).__name__}")

@@ -13,7 +13,8 @@ can be reserved, and then adds one token per step until its output is done.
 - ``"pow2"``: it reserves the next power of two of its final length;
 - ``"oracle"``: it reserves exactly its final length (a bound no real
   server reaches: it would need to know the output length);
-- ``"paged"``: blocks of ``block_size`` slots are taken as tokens arrive. When
+- ``"paged"``: blocks of ``block_size`` slots are taken as tokens arrive, and
+  a request starts only if 1 % of the blocks stay free. When
   a running request needs a block and none is free, the request started last
   is sent back to the queue, its blocks freed (vLLM's recomputation).
 
@@ -47,7 +48,11 @@ class ServingRun:
         steps: Decoding steps until every request finished.
         token_share: Slots holding a token / slots reserved, over all steps.
         mean_running: Requests running at once, averaged over the steps.
-        preempted: Requests sent back to the queue (paging only).
+        preempted: Times a running request was sent back to the queue
+            (paging only); a request can be sent back more than once.
+        recomputed: Tokens the requests sent back held, which a server
+            must compute again when they restart (paging only; the steps
+            do not count this work, nor any prompt's).
     """
 
     reservation: str
@@ -55,6 +60,7 @@ class ServingRun:
     token_share: float
     mean_running: float
     preempted: int
+    recomputed: int
 
 
 def sample_requests(
@@ -133,10 +139,13 @@ def simulate_serving(
         )
     reqs = _check_requests(requests, max_len)
     paged = reservation == "paged"
+    # paging keeps 1% of the blocks free when it starts a request (vLLM's
+    # watermark), so that the requests running can grow a little
+    spare = max(1, capacity // P // 100) * P if paged else 0
     queue = list(range(len(reqs)))  # waiting, in arrival order
     tokens = [prompt for prompt, _ in reqs]  # each request's tokens so far
     running: dict[int, int] = {}  # running request -> slots reserved, oldest first
-    done = steps = preempted = 0
+    done = steps = preempted = recomputed = 0
     used_sum = reserved_sum = running_sum = 0
     while done < len(reqs):
         while queue:  # start waiting requests while their memory fits
@@ -145,7 +154,7 @@ def simulate_serving(
                 need = -(-(tokens[r] + 1) // P) * P
             else:
                 need = _reserved(*reqs[r], reservation, max_len)
-            if sum(running.values()) + need > capacity:
+            if sum(running.values()) + need + spare > capacity:
                 break
             running[queue.pop(0)] = need
         for r in list(running):  # one decoding step: each running request adds a token
@@ -160,6 +169,7 @@ def simulate_serving(
                 queue.insert(0, newest)
                 del running[newest]
                 preempted += 1
+                recomputed += tokens[newest]
             if r not in running:
                 continue
             if tokens[r] == running[r]:  # a new block (paged only: else it fits)
@@ -173,7 +183,12 @@ def simulate_serving(
             del running[r]
             done += 1
     return ServingRun(
-        reservation, steps, used_sum / reserved_sum, running_sum / steps, preempted
+        reservation,
+        steps,
+        used_sum / reserved_sum,
+        running_sum / steps,
+        preempted,
+        recomputed,
     )
 
 

@@ -2,7 +2,7 @@
 
 Taught in chapter 17-inference, after Xiao et al. (2024), "Efficient
 Streaming Language Models with Attention Sinks". A decoder reads one long
-text token by token with a cache of fixed size C, under one of three policies:
+text token by token with a cache of fixed size C, under one of four policies:
 
 - ``"dense"``: no eviction, a cache that grows with the text (positions
   past C are ones the model never trained on; ``cache_size`` is unused);

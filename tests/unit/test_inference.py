@@ -160,7 +160,12 @@ def test_flex_attention_equals_the_book_kernels_without_a_warning():
         (flex.causal, None, causal_mask(T), None),
         (flex.sliding_window(6), None, sliding_window_mask(T, 6), None),
         (flex.padding(lengths), None, padding_mask(lengths, T), None),
-        (flex.document(docs), None, flex.dense_mask(flex.document(docs), T, T), None),
+        (
+            flex.document(docs),
+            None,
+            (docs[:, None] == docs[None, :]) & causal_mask(T),
+            None,
+        ),
         (flex.causal, flex.alibi(H), causal_mask(T), alibi_bias(H, T, dtype=F64)[None]),
     ]
     with warnings.catch_warnings():
