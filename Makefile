@@ -13,7 +13,7 @@ TESTS  := $(VENV)/.installed-test
 LOCKS  := requirements/torch.txt requirements/docs.txt requirements/test.txt \
           requirements/npm/package-lock.json
 
-.PHONY: setup setup-test html pdf page test test-fast test-unit lint e2e bench format serve lock clean \
+.PHONY: setup setup-test html pdf page test test-fast test-unit lint e2e bench format serve lock clean notebooks \
         corpus corpus-check
 
 # The locks in requirements/ are resolved for Python 3.11: check it up front.
@@ -94,7 +94,9 @@ page: $(DOCS)
 # Every test: unit, doctest, build (scratch books), site (the built site), then
 # the browser tests. `make test-fast` runs the unit tests and doctests only.
 # Fails fast: the unit tests and doctests first (a minute), then the build,
-# then the tests of scratch books and of the built site, then the browser.
+# then the tests of scratch books and of the built site, then chapters 02 and
+# 13 of both editions as downloaded notebooks in a clean environment (make
+# notebooks runs them all), then the browser.
 # The tests that build scratch books or drive Chromium run in this many
 # processes (pytest-xdist): one per core of the two the book is built on.
 WORKERS ?= 2
@@ -102,6 +104,7 @@ test: $(TESTS)
 	$(PY) -m pytest -m "unit or doctest"
 	@$(MAKE) --no-print-directory html
 	$(PY) -m pytest -m "build or site" -n $(WORKERS)
+	$(PY) -m tools.run_notebooks --pages 02 13
 	@if [ -x /usr/bin/chromium ]; then $(MAKE) --no-print-directory pdf e2e; \
 	else echo "browser tests skipped: no /usr/bin/chromium (.ci/run installs it; or apt-get install chromium)"; fi
 
@@ -157,6 +160,12 @@ corpus corpus-check: | $(PY)
 	  || $(PIP) opencc==$(OPENCC)
 	$(PY) -m tools.ship_poems $(if $(filter corpus-check,$@),--check) \
 	  $(if $(TARBALL),--tarball $(TARBALL))
+
+# Every downloaded notebook of both editions, run in a clean environment that
+# has only the wheel, its notebook extra and torch (tools/run_notebooks.py);
+# PAGES="02 13" runs some. The site must be built (make html).
+notebooks: $(TESTS)
+	$(PY) -m tools.run_notebooks $(if $(PAGES),--pages $(PAGES))
 
 bench: $(DOCS)
 	$(PY) -m mha_book.bench

@@ -1,10 +1,16 @@
-"""What the book's pages share at build time: the language, and short tracebacks.
+"""What the book's pages share: the language, ``glue``, and short tracebacks.
 
 The book is built twice from two source trees (``docs/zh`` and ``docs/en``)
 whose code cells are identical. A cell that needs language-specific labels
 (for example the tokens of a heatmap) calls :func:`book_language` instead of
 forking the code. The build sets the environment variable ``MHA_BOOK_LANG``
 (see ``conf.py``); every notebook kernel inherits it.
+
+A downloaded notebook sets ``MHA_BOOK_LANG`` itself, in its first cell (the
+build writes it there; ``docs/_ext/book_pages.py``), so a Chinese notebook
+prints Chinese wherever it runs. The pages hand measured values to their
+prose with :func:`glue`, which is myst-nb's in the build and needs nothing
+outside it.
 
 A cell meant to raise shows the reader the line of the cell that failed and
 the error, not the library frames in between (:func:`short_tracebacks`, which
@@ -48,6 +54,32 @@ def book_language(default: str = "en") -> str:
     if lang not in LANGUAGES:
         raise ValueError(f"{LANG_ENV_VAR} must be one of {LANGUAGES}, got {lang!r}")
     return lang
+
+
+def glue(name: str, value: object, display: bool = True) -> None:
+    """Hand ``value`` to the page's prose under ``name``: myst-nb's ``glue``.
+
+    Without myst-nb (a downloaded notebook in Jupyter or Colab) there is no
+    prose to fill: the value is shown if ``display`` is True, as myst-nb
+    would show it, and otherwise nothing happens.
+
+    Example:
+        >>> glue("answer", 42, display=False)  # in a build: {glue:text}`answer`
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:  # outside the book's build
+        if display:
+            try:
+                from IPython.display import display as show
+            except ImportError:
+                print(value)
+            else:
+                show(value)
+        return
+    myst_glue(name, value, display=display)
 
 
 def pick(zh: _T, en: _T) -> _T:

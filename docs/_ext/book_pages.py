@@ -32,8 +32,48 @@ def _offer_notebook(app, pagename, templatename, context, doctree):
         return
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(read_myst_markdown_notebook(text), str(target))
+    notebook = for_download(read_myst_markdown_notebook(text), app.config.language)
+    nbformat.write(notebook, str(target))
     context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+# The first cell of every downloaded notebook: the build never runs it.
+SETUP_CELL = """\
+# Outside the book (Jupyter, Colab): install mha-book if it is missing, at the
+# version that built this page, and set the language this notebook prints in.
+import importlib.util
+import os
+import subprocess
+import sys
+
+if importlib.util.find_spec("mha_book") is None:
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    subprocess.check_call([*pip, "mha-book[notebook]=={version}"])
+os.environ["MHA_BOOK_LANG"] = "{lang}"
+"""
+
+
+def for_download(notebook, language: str):
+    """The page's notebook as a reader downloads it: a first cell that installs
+    ``mha_book`` and sets the edition's language, and both in the metadata.
+
+    >>> import nbformat
+    >>> nb = for_download(nbformat.v4.new_notebook(), "zh_CN")
+    >>> nb.metadata["mha_book"]["language"]
+    'zh'
+    >>> print(nb.cells[0].source.splitlines()[-1])
+    os.environ["MHA_BOOK_LANG"] = "zh"
+    """
+    import nbformat
+
+    from mha_book import __version__
+
+    lang = "zh" if language.startswith("zh") else "en"
+    source = SETUP_CELL.format(version=__version__, lang=lang)
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["mha-book-setup"]})
+    notebook.cells.insert(0, cell)
+    notebook.metadata["mha_book"] = {"language": lang, "version": __version__}
+    return notebook
 
 
 # --- the attention explorer's script and style, on the pages that use it ----------

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import mha_book
+
 LANG_ATTR = {"zh": "zh-CN", "en": "en"}
 SKIP = {"genindex.html", "search.html", "py-modindex.html"}
 
@@ -238,6 +240,39 @@ def test_chapters_download_as_notebook_and_as_source(site, lang):
         nb = nbformat.read(str(root / "_sources" / f"{page.stem}.ipynb"), as_version=4)
         nbformat.validate(nb)
         assert any(cell.cell_type == "code" for cell in nb.cells)
+        # the first cell installs the package that built it and sets the language
+        setup = nb.cells[0]
+        assert setup.metadata["tags"] == ["mha-book-setup"]
+        assert f'"mha-book[notebook]=={mha_book.__version__}"' in setup.source
+        assert f'os.environ["MHA_BOOK_LANG"] = "{lang}"' in setup.source
+        assert nb.metadata["mha_book"] == {
+            "language": lang,
+            "version": mha_book.__version__,
+        }
+
+
+def test_a_zh_notebook_prints_chinese_outside_the_build(site, monkeypatch):
+    """Run the downloaded zh notebook of chapter 13 up to its first printed
+    labels in a plain kernel, without the build's MHA_BOOK_LANG."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("MHA_BOOK_LANG", raising=False)
+    nb = nbformat.read(str(site / "zh" / "_sources" / "13-mqa-gqa-kv-cache.ipynb"), 4)
+    first_label = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and "pick(" in c.source
+    )
+    nb.cells = nb.cells[: first_label + 1]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    printed = "".join(
+        out.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for out in c.outputs
+    )
+    assert "最后一步：输出" in printed and "last step" not in printed
 
 
 def test_build_report_lists_every_executed_page(site):

