@@ -50,6 +50,7 @@ ALLOWED = frozenset(
     + ["English"]
     # models, methods and hardware, as the literature writes them
     + "BERT GPT ViT Transformer MHA MQA GQA KV RoPE ALiBi FlashAttention".split()
+    + "MLA FlexAttention".split()
     + "SGD HBM SRAM SM".split()
     # terms the zh glossary keeps in Latin letters (docs/zh/glossary.md)
     + "softmax dropout logits".split()

@@ -138,7 +138,9 @@ class RollingKVCache(KVCache):
         self.seen = 0
 
     def __repr__(self) -> str:
-        shape = "empty" if self.keys is None else f"ring {fmt_shape(self.keys.shape)}"
+        shape = (
+            "empty" if self.keys is None else f"keys.shape={fmt_shape(self.keys.shape)}"
+        )
         return (
             f"RollingKVCache(window={self.window}, seq_len={self.seen}, "
             f"cached_len={self.cached_len}, {shape})"
