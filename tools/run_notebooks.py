@@ -3,7 +3,7 @@
 Usage: python -m tools.run_notebooks [--site _build/html] [--pages 02 13]
        [--langs zh en] [--out _build/notebooks]
 
-1. Builds the wheel (``python -m build``) into ``OUT/dist``.
+1. Builds the sdist and, from it, the wheel (``python -m build``) into ``OUT/dist``.
 2. Makes a clean virtual environment, ``OUT/venv``, with nothing but torch
    (``requirements/torch.txt``), the wheel with its ``notebook`` extra (at the
    versions ``requirements/test.txt`` locks) and a Jupyter kernel. It is made
@@ -53,8 +53,10 @@ print(json.dumps({"result": result, "seconds": time.perf_counter() - start}))
 def build_wheel(out: Path) -> Path:
     dist = out / "dist"
     shutil.rmtree(dist, ignore_errors=True)
+    # sdist, then the wheel from the unpacked sdist in a temporary folder, as
+    # a release does: nothing (no build/) is written into the checkout
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), "."],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), "."],
         cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
     return next(dist.glob("*.whl"))

@@ -40,6 +40,7 @@ from mha_book._checks import (
     fmt_shape,
 )
 from mha_book.attention.alibi import alibi_slopes
+from mha_book.attention.scaled_dot_product import _check_qkv
 
 __all__ = [
     "causal",
@@ -138,7 +139,7 @@ def flex_attend(
         >>> torch.allclose(out, ref)
         True
     """
-    _check_qkv(q, k, v)
+    _check_flex_inputs(q, k, v)
     block_mask = None
     if mask_mod is not None:
         check_callable(mask_mod, "mask_mod")
@@ -161,30 +162,24 @@ def flex_attend(
     return out
 
 
-def _check_qkv(q: object, k: object, v: object) -> None:
+def _check_flex_inputs(q: object, k: object, v: object) -> None:
+    """The kernels' checks (:func:`~mha_book.attention.scaled_dot_product._check_qkv`),
+    and what FlexAttention adds: exactly ``(B, H, T, D)``, the same B and H for
+    q, k and v (no broadcasting), and no empty dim."""
     for name, x in (("q", q), ("k", k), ("v", v)):
-        x = check_tensor(x, name)
-        check_rank(x, name, 4, "(B, H, T, D)")
-        if not x.is_floating_point() or x.numel() == 0:
-            raise ValueError(
-                f"{name} must be a non-empty floating-point (B, H, T, D) tensor, "
-                f"got {fmt_shape(x.shape)} of {x.dtype}"
-            )
+        check_rank(check_tensor(x, name), name, 4, "(B, H, T, D)")
+    _check_qkv(q, k, v, None, 0.0, None)
     assert isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
     assert isinstance(v, torch.Tensor)
-    if k.shape[:2] != q.shape[:2] or k.shape[-1] != q.shape[-1]:
-        raise ValueError(
-            f"k must have q's (B, H) = {fmt_shape(q.shape[:2])} and D = {q.shape[-1]}, "
-            f"got {fmt_shape(k.shape)}"
-        )
-    if v.shape[:3] != k.shape[:3]:
-        raise ValueError(
-            f"v must have k's (B, H, S) = {fmt_shape(k.shape[:3])}, got {fmt_shape(v.shape)}"
-        )
-    if not q.dtype == k.dtype == v.dtype:
-        raise ValueError(
-            f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
-        )
+    for name, x in (("k", k), ("v", v)):
+        if x.shape[:2] != q.shape[:2]:
+            raise ValueError(
+                f"{name} must have q's (B, H) = {fmt_shape(q.shape[:2])}, "
+                f"got {fmt_shape(x.shape)}"
+            )
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if x.numel() == 0:
+            raise ValueError(f"{name} must not be empty, got {fmt_shape(x.shape)}")
 
 
 def dense_mask(
