@@ -19,8 +19,8 @@ from page_weight import (
     has_math,
     katex_problems,
     lazy_problems,
+    least_timings,
     measure,
-    median_timings,
     oversized_images,
     phone_context,
     timing_over_budget,
@@ -205,7 +205,7 @@ def test_an_oversized_figure_is_reported(broken_site):
     ]
 
 
-def test_a_page_slow_in_most_runs_fails_and_one_slow_run_does_not():
+def test_a_page_slow_in_every_run_fails_and_one_that_fits_once_does_not():
     def run(blocking_ms):
         return {
             "problems": [],
@@ -218,12 +218,12 @@ def test_a_page_slow_in_most_runs_fails_and_one_slow_run_does_not():
 
     first = run(500)
     assert timing_over_budget(first)
-    slow = median_timings([first, run(480), run(120)])
-    assert slow["blocking_ms"] == 480
-    assert budget_problems(slow) == ["480 ms of blocking time, budget 400"]
-    once = median_timings([first, run(110), run(120)])
+    slow = least_timings([first, run(480), run(450), run(430), run(610)])
+    assert slow["blocking_ms"] == 430
+    assert budget_problems(slow) == ["430 ms of blocking time, budget 400"]
+    once = least_timings([first, run(480), run(120)])
     assert once["blocking_ms"] == 120 and budget_problems(once) == []
-    assert [r["blocking_ms"] for r in once["runs"]] == [500, 110, 120]
+    assert [r["blocking_ms"] for r in once["runs"]] == [500, 480, 120]
 
 
 def test_an_eager_figure_below_the_first_screen_is_reported():
