@@ -46,6 +46,7 @@ extensions = [
     "book_build",  # how the pages execute: kernels, output, execution report
     "book_cache",  # which pages execute again: the code each one runs
     "book_pages",  # what each HTML page gets: downloads, figures, accessibility
+    "book_launch",  # "open in Colab" (and Binder), with MHA_BOOK_REPO_URL set
     "book_search",  # Chinese search that segments the reader's query
     "book_assets",
     "book_progress",
@@ -170,6 +171,14 @@ html_theme_options = {
     "search_bar_text": {"zh": "搜索本书……", "en": "Search this book…"}[LANG],
     "toc_title": {"zh": "本页目录", "en": "Contents"}[LANG],
 }
+
+# --- "open in Colab" (and Binder): only when the repository is known ----------
+# MHA_BOOK_REPO_URL is the GitHub repository (https://github.com/<owner>/<repo>)
+# whose `notebooks` branch holds every page's downloadable notebook (the Pages
+# workflow publishes it); MHA_BOOK_BINDER_URL (e.g. https://mybinder.org) adds
+# Binder. Unset, no page has the buttons (docs/_ext/book_launch.py).
+book_repo_url = os.environ.get("MHA_BOOK_REPO_URL", "").strip()
+book_binder_url = os.environ.get("MHA_BOOK_BINDER_URL", "").strip()
 
 # --- links that share well: only when the site's public address is known ------
 # MHA_BOOK_BASE_URL is where _build/html is published (e.g.

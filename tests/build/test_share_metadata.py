@@ -1,10 +1,12 @@
-"""Links that share well, and the date each page last changed.
+"""Links that share well, links that launch, and the date each page last changed.
 
 A scratch book in a git repository of its own (commits with known dates, and
 one page never committed) is built twice: with ``MHA_BOOK_BASE_URL`` set, the
 site has a sitemap of both editions with hreflang alternates and Open Graph /
-Twitter card tags on every page; without it, none of that. Either way each
-page shows the git date of its source in its own language.
+Twitter card tags on every page; with ``MHA_BOOK_REPO_URL`` (and
+``MHA_BOOK_BINDER_URL``), every page has "open in Colab" and Binder links to
+its own edition's notebook; without them, none of that. Either way each page
+shows the git date of its source in its own language.
 """
 
 import os
@@ -17,6 +19,8 @@ import pytest
 from scratch_book import HEADER, copy_build_machinery
 
 BASE = "https://example.org/mha-book"
+REPO = "https://github.com/someone/mha-book"
+BINDER = "https://mybinder.org"
 SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 
@@ -85,10 +89,14 @@ def write(repo, name):
 
 
 def build_site(repo, base_url):
+    """Built with the site's address, the repository's and Binder's, or none."""
     env = dict(os.environ)
-    env.pop("MHA_BOOK_BASE_URL", None)
+    for name in ("MHA_BOOK_BASE_URL", "MHA_BOOK_REPO_URL", "MHA_BOOK_BINDER_URL"):
+        env.pop(name, None)
     if base_url:
         env["MHA_BOOK_BASE_URL"] = base_url
+        env["MHA_BOOK_REPO_URL"] = REPO
+        env["MHA_BOOK_BINDER_URL"] = BINDER
     return subprocess.run(
         [sys.executable, "-m", "tools.build_book", "--langs", "zh", "en"],
         cwd=repo,
@@ -228,3 +236,37 @@ def test_a_book_outside_git_builds_without_dates(clean_book):
     ), "the scratch book is inside a git repository"
     html = (repo / "_build/html/zh/index.html").read_text(encoding="utf-8")
     assert "最后更新于" not in html
+
+
+LAUNCH_TIP = {"zh": "在 Colab 中打开", "en": "Open in Colab"}
+
+
+def launch_links(html):
+    """The hrefs of the page's launch menu."""
+    menu = re.search(r'<div class="dropdown dropdown-launch-buttons">(.*?)</ul>', html, re.S)
+    return menu and re.findall(r'href="([^"]+)"', menu.group(1))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_page_opens_its_own_editions_notebook_in_colab_and_binder(book, lang):
+    repo, pages, _ = book
+    for name in PAGES:
+        html = pages[lang, name]
+        assert launch_links(html) == [
+            f"https://colab.research.google.com/github/someone/mha-book"
+            f"/blob/notebooks/{lang}/{name}.ipynb",
+            f"{BINDER}/v2/gh/someone/mha-book/notebooks"
+            f"?urlpath=lab/tree/{lang}/{name}.ipynb",
+        ], name
+        assert LAUNCH_TIP[lang] in html, name
+        # What the links open is what the page offers for download.
+        assert (repo / "_build/html" / lang / "_sources" / f"{name}.ipynb").exists()
+
+
+def test_without_a_repository_address_no_page_has_a_launch_link(book):
+    repo, _, _ = book
+    for page in (repo / "_build/html").glob("*/*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "colab.research.google.com" not in html, page
+        assert "mybinder.org" not in html, page
+        assert "launch-buttons" not in html, page
