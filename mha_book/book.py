@@ -56,6 +56,23 @@ def book_language(default: str = "en") -> str:
     return lang
 
 
+BUILD_ENV_VAR = "MHA_BOOK_BUILD_DIR"  # set for the build's kernels only
+
+
+def in_book_build() -> bool:
+    """Whether this code runs in a kernel of the book's build.
+
+    The build gives its kernels ``MHA_BOOK_BUILD_DIR`` (its folder); a
+    downloaded notebook, a terminal or a test has no such variable. Training
+    shows a live progress bar everywhere else (:func:`mha_book.lm.training.train`).
+
+    Example:
+        >>> in_book_build() in (True, False)
+        True
+    """
+    return bool(os.environ.get(BUILD_ENV_VAR))
+
+
 def glue(name: str, value: object, display: bool = True) -> None:
     """Hand ``value`` to the page's prose under ``name``: myst-nb's ``glue``.
 

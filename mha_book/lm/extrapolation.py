@@ -94,6 +94,7 @@ def train_short_test_long(
     batch_size: int = 24,
     lr: float = 1e-2,
     seed: int = 0,
+    progress: bool | None = None,
 ) -> dict[str, ExtrapolationRun]:
     """Train one decoder per scheme on short windows; evaluate on longer ones.
 
@@ -112,6 +113,9 @@ def train_short_test_long(
         batch_size: Windows per step.
         lr: Peak learning rate.
         seed: Seeds both the initial weights and the batches of every scheme.
+        progress: A progress bar per scheme trained
+            (:func:`~mha_book.lm.training.progress_bar`; None: except in the
+            book's build).
 
     Returns:
         ``{scheme: ExtrapolationRun}`` in the order of ``schemes``.
@@ -123,7 +127,7 @@ def train_short_test_long(
         >>> runs = train_short_test_long(
         ...     ids, ids, vocab_size=4, schemes=("learned", "alibi"),
         ...     train_len=8, factors=(1, 2), embed_dim=8, num_heads=2,
-        ...     num_layers=1, steps=2, batch_size=2)
+        ...     num_layers=1, steps=2, batch_size=2, progress=False)
         >>> runs["learned"].lengths, runs["learned"].val_loss[1]
         ((8, 16), None)
         >>> all(loss > 0 for loss in runs["alibi"].val_loss)
@@ -176,7 +180,7 @@ def train_short_test_long(
         model = CausalDecoder(config)
         start = time.perf_counter()
         history = train(
-            model, train_ids, block_size=train_len, progress=False, **budget
+            model, train_ids, block_size=train_len, progress=progress, **budget
         )
         seconds = time.perf_counter() - start
         losses = tuple(

@@ -46,7 +46,6 @@ def _trained(config: DecoderConfig, train_ids, val_ids, **budget) -> tuple:
             block_size=64,
             lr=1e-2,
             seed=0,
-            progress=False,
             cache=True,
             **budget,
         )

@@ -11,6 +11,7 @@ Legend: B batch, T block (context) length, V vocabulary size, N corpus length.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 
 from mha_book._checks import check_positive_int
+from mha_book.book import in_book_build, pick
 from mha_book.lm.artifacts import cached
 from mha_book.lm.charlm import CharTokenizer, evaluate, get_batch, lm_loss
 from mha_book.lm.history import TrainHistory
@@ -76,7 +78,7 @@ def train(
     val_ids: torch.Tensor | None = None,
     eval_every: int | None = None,
     eval_windows: int = 32,
-    progress: bool = True,
+    progress: bool | None = None,
     cache: bool = False,
 ) -> TrainHistory:
     """Train with AdamW on random windows; return the loss history.
@@ -103,11 +105,9 @@ def train(
         val_ids: Validation corpus; evaluated every ``eval_every`` steps and at the end.
         eval_every: Steps between validation evaluations (None: only at the end).
         eval_windows: Windows of ``val_ids`` per evaluation.
-        progress: Show a live progress bar while training (tqdm, written to
-            stdout, never stderr), meant for an interactive session or a
-            terminal. Code whose output is kept (the book's pages, tests,
-            logs) passes ``progress=False`` and prints
-            :meth:`TrainHistory.summary` once training is over.
+        progress: Show a live progress bar while training (:func:`progress_bar`).
+            None, the default: everywhere but in the book's build, whose
+            pages print :meth:`TrainHistory.summary` once training is over.
         cache: Reuse an identical stored run, see above.
 
     Returns:
@@ -154,22 +154,41 @@ def train(
     return history
 
 
-def _progress_bar(steps: int):
-    """A plain-text tqdm bar on stdout (a book build fails on stderr output)."""
+def progress_bar(steps: int, progress: bool | None):
+    """A plain-text tqdm bar for ``steps`` steps on stdout, or None.
+
+    ``progress=None``: a bar when tqdm is installed, except in the book's
+    build (:func:`mha_book.book.in_book_build`): a built page keeps its output,
+    and a bar's redrawn lines do not belong there. ``True``: a bar, and an
+    ImportError that says so without tqdm. ``False``: none. On stdout, never
+    stderr: a book build fails on stderr output.
+
+    Example:
+        >>> progress_bar(10, False) is None
+        True
+    """
+    if progress is None:
+        if in_book_build() or importlib.util.find_spec("tqdm") is None:
+            return None
+    elif not progress:
+        return None
     try:
         from tqdm import tqdm
     except ImportError:
         raise ImportError(
             "progress=True needs tqdm (pip install tqdm); or pass progress=False"
         ) from None
+    desc = pick("训练", "train")  # in the notebook's language
     return tqdm(
-        total=steps,
-        file=sys.stdout,
-        ascii=True,
-        mininterval=10.0,
-        ncols=80,
-        desc="train",
+        total=steps, file=sys.stdout, ascii=True, mininterval=2.0, ncols=80, desc=desc
     )
+
+
+def advance(bar, loss: float) -> None:
+    """One step on ``bar`` (from :func:`progress_bar`), showing the loss."""
+    if bar is not None:
+        bar.update(1)
+        bar.set_postfix_str(f"{pick('损失', 'loss')} {loss:.3f}", refresh=False)
 
 
 def _train_loop(
@@ -194,7 +213,7 @@ def _train_loop(
     )
     warmup = max(1, steps // 20)
     history = TrainHistory()
-    bar = _progress_bar(steps) if progress else None
+    bar = progress_bar(steps, progress)
     model.train()
     start = time.perf_counter()
     for step in range(steps):
@@ -218,9 +237,7 @@ def _train_loop(
             history.val_loss.append(
                 evaluate(model, val_ids, block_size, max_windows=eval_windows)
             )
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", refresh=False)
+        advance(bar, history.train_loss[-1])
     if bar is not None:
         bar.close()
     history.seconds = time.perf_counter() - start

@@ -19,7 +19,7 @@ from torch import nn
 
 from mha_book._checks import check_positive_int
 from mha_book.lm.artifacts import cached, shared_out
-from mha_book.lm.training import _learning_rate  # chapter 10's schedule
+from mha_book.lm.training import _learning_rate, advance, progress_bar
 from mha_book.seq2seq.dates import FORMATS, render_date
 from mha_book.seq2seq.translator import (
     START,
@@ -59,12 +59,15 @@ def date_batch(
     return src, torch.cat([start, tgt_out[:, :-1]], 1), tgt_out
 
 
-def _train(config, dates, vocab, steps, batch_size, lr, seed) -> TrainedTranslator:
+def _train(
+    config, dates, vocab, steps, batch_size, lr, seed, progress
+) -> TrainedTranslator:
     torch.manual_seed(seed)
     rng = random.Random(seed)
     model = Translator(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     warmup = min(30, max(1, steps // 10))  # a short run still reaches lr
+    bar = progress_bar(steps, progress)
     losses, start = [], time.perf_counter()
     for step in range(steps):
         for group in optimizer.param_groups:
@@ -77,6 +80,9 @@ def _train(config, dates, vocab, steps, batch_size, lr, seed) -> TrainedTranslat
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         losses.append(loss.item())
+        advance(bar, losses[-1])
+    if bar is not None:
+        bar.close()
     seconds = time.perf_counter() - start
     return TrainedTranslator(model.eval(), losses, seconds)
 
@@ -91,13 +97,16 @@ def train_translator(
     lr: float = 3e-3,
     seed: int = 0,
     wait: bool = True,
+    progress: bool | None = None,
 ) -> tuple[TrainedTranslator, bool]:
     """Train a :class:`~mha_book.seq2seq.translator.Translator` on ``dates``,
     or load the stored result of an identical run.
 
     Returns ``(trained, loaded)``. With ``wait=False``, a run another process
     is making raises :class:`~mha_book.lm.artifacts.ArtifactBusy` at once (the
-    book's two editions share their runs out that way).
+    book's two editions share their runs out that way). ``progress``: a
+    progress bar while it trains (:func:`mha_book.lm.training.progress_bar`;
+    None: except in the book's build).
     """
     check_positive_int(steps, "steps")
     key = (
@@ -128,7 +137,7 @@ def train_translator(
     return cached(
         "translator",
         key,
-        lambda: _train(config, dates, vocab, steps, batch_size, lr, seed),
+        lambda: _train(config, dates, vocab, steps, batch_size, lr, seed, progress),
         save=save,
         load=load,
         wait=wait,

@@ -3,6 +3,7 @@
 import doctest
 import hashlib
 import math
+import sys
 
 import pytest
 import torch
@@ -115,14 +116,56 @@ def test_training_learns_and_is_reproducible(tokenizer):
 
 
 @needs("tqdm")
-@pytest.mark.parametrize("progress", [True, False])
-def test_progress_bar_only_when_asked_and_only_on_stdout(tokenizer, capsys, progress):
+@pytest.mark.parametrize(
+    ("progress", "in_build", "shown"),
+    [
+        (True, True, True),
+        (False, False, False),
+        (None, False, True),  # a notebook, a terminal: a bar by default
+        (None, True, False),  # the book's build keeps its output clean
+    ],
+)
+def test_progress_bar_by_default_outside_the_build_and_only_on_stdout(
+    tokenizer, capsys, monkeypatch, progress, in_build, shown
+):
+    if in_build:
+        monkeypatch.setenv("MHA_BOOK_BUILD_DIR", "/tmp/book")
+    else:
+        monkeypatch.delenv("MHA_BOOK_BUILD_DIR", raising=False)
     model = tiny_model(tokenizer.vocab_size)
     ids = tokenizer.encode(TEXT)
-    train(model, ids, steps=3, batch_size=2, block_size=8, progress=progress)
+    args = {} if progress is None else {"progress": progress}
+    train(model, ids, steps=3, batch_size=2, block_size=8, **args)
     captured = capsys.readouterr()
-    assert ("3/3" in captured.out) if progress else captured.out == ""
+    assert ("3/3" in captured.out) if shown else captured.out == ""
     assert captured.err == ""
+
+
+@needs("tqdm")
+@pytest.mark.parametrize(("lang", "words"), [("zh", "训练"), ("en", "train")])
+def test_the_bar_speaks_the_notebooks_language(
+    tokenizer, capsys, monkeypatch, lang, words
+):
+    monkeypatch.setenv("MHA_BOOK_LANG", lang)
+    monkeypatch.delenv("MHA_BOOK_BUILD_DIR", raising=False)
+    model = tiny_model(tokenizer.vocab_size)
+    train(model, tokenizer.encode(TEXT), steps=2, batch_size=2, block_size=8)
+    out = capsys.readouterr().out
+    assert words in out and ("损失" in out) == (lang == "zh")
+
+
+def test_without_tqdm_the_default_trains_without_a_bar_and_true_says_why(
+    tokenizer, capsys, monkeypatch
+):
+    monkeypatch.delenv("MHA_BOOK_BUILD_DIR", raising=False)
+    # import tqdm raises, and find_spec("tqdm") is None
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    model = tiny_model(tokenizer.vocab_size)
+    ids = tokenizer.encode(TEXT)
+    history = train(model, ids, steps=2, batch_size=2, block_size=8)
+    assert len(history.train_loss) == 2 and capsys.readouterr().out == ""
+    with pytest.raises(ImportError, match=r"progress=True needs tqdm"):
+        train(model, ids, steps=2, batch_size=2, block_size=8, progress=True)
 
 
 def test_summary_is_one_row_per_validation_step(tokenizer):
