@@ -333,6 +333,9 @@ UI_LATIN_ALLOWED = {
     "md",
     "pdf",
     "PDF",
+    # the launch menu's services (with MHA_BOOK_REPO_URL set): names
+    "Colab",
+    "Binder",
 }
 UI_TEXT_JS = """() => {
   const areas = document.querySelectorAll(
