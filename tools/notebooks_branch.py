@@ -66,7 +66,7 @@ def lay_out(site: Path, out: Path) -> dict[str, int]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Lay out the notebooks branch.")
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "_build" / "notebooks-branch"
