@@ -7,8 +7,11 @@ Copies every notebook the built site offers for download
 mha-book and sets the edition's language) to ``OUT/{zh,en}/``, the paths
 ``docs/_ext/book_launch.py`` links. Adds ``requirements.txt``, which Binder
 installs before it opens a notebook (torch's CPU build, then mha-book with
-its notebook extra, at the version that built the site), and a README. The
-Pages workflow pushes ``OUT`` to the branch; nothing else is on it.
+its notebook extra, at the version that built the site), ``runtime.txt``
+(the Python that Binder uses: mha-book needs 3.11 or later, newer than
+Binder's default), and a README. The Pages workflow pushes ``OUT`` to the
+branch; nothing else is on it. ``OUT`` is replaced only if it holds nothing
+but an earlier layout.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh", "en")
+RUNTIME = "python-3.11\n"
+FILES = {"zh", "en", "requirements.txt", "runtime.txt", "README.md"}
 
 REQUIREMENTS = """\
 # Binder installs these before it opens a notebook (torch's CPU build).
@@ -47,7 +52,13 @@ def notebook_version(notebook: Path) -> str:
 def lay_out(site: Path, out: Path) -> dict[str, int]:
     """Write the branch's files into ``out``; the notebooks per edition."""
     counts, versions = {}, set()
-    shutil.rmtree(out, ignore_errors=True)
+    if out.exists():
+        other = sorted(p.name for p in out.iterdir() if p.name not in FILES)
+        if other:
+            raise FileExistsError(
+                f"out must be empty or an earlier layout; {out} also holds {other}"
+            )
+        shutil.rmtree(out)
     for lang in LANGS:
         notebooks = sorted((site / lang / "_sources").glob("*.ipynb"))
         if not notebooks:
@@ -61,6 +72,7 @@ def lay_out(site: Path, out: Path) -> dict[str, int]:
         raise ValueError(f"the notebooks name several versions: {sorted(versions)}")
     version = versions.pop()
     (out / "requirements.txt").write_text(REQUIREMENTS.format(version=version))
+    (out / "runtime.txt").write_text(RUNTIME)
     (out / "README.md").write_text(README.format(version=version))
     return counts
 

@@ -155,7 +155,8 @@ def train(
 
 
 def progress_bar(steps: int, progress: bool | None):
-    """A plain-text tqdm bar for ``steps`` steps on stdout, or None.
+    """A plain-text tqdm bar for ``steps`` steps on stdout, to use in ``with``
+    (``as bar``: the bar, or None for none).
 
     ``progress=None``: a bar when tqdm is installed, except in the book's
     build (:func:`mha_book.book.in_book_build`): a built page keeps its output,
@@ -164,14 +165,15 @@ def progress_bar(steps: int, progress: bool | None):
     stderr: a book build fails on stderr output.
 
     Example:
-        >>> progress_bar(10, False) is None
-        True
+        >>> with progress_bar(10, False) as bar:
+        ...     print(bar)
+        None
     """
     if progress is None:
         if in_book_build() or importlib.util.find_spec("tqdm") is None:
-            return None
+            return contextlib.nullcontext(None)
     elif not progress:
-        return None
+        return contextlib.nullcontext(None)
     try:
         from tqdm import tqdm
     except ImportError:
@@ -213,33 +215,31 @@ def _train_loop(
     )
     warmup = max(1, steps // 20)
     history = TrainHistory()
-    bar = progress_bar(steps, progress)
     model.train()
     start = time.perf_counter()
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(step, steps, lr, warmup)
-        x, y = get_batch(
-            train_ids, batch_size, block_size, generator=generator
-        )  # (B, T)
-        logits, _ = model(x)  # (B, T, V)
-        loss = lm_loss(logits, y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        history.train_loss.append(loss.item())
-        last = step + 1 == steps
-        if val_ids is not None and (
-            last or (eval_every and (step + 1) % eval_every == 0)
-        ):
-            history.val_steps.append(step + 1)
-            history.val_loss.append(
-                evaluate(model, val_ids, block_size, max_windows=eval_windows)
-            )
-        advance(bar, history.train_loss[-1])
-    if bar is not None:
-        bar.close()
+    with progress_bar(steps, progress) as bar:  # closed on an error too
+        for step in range(steps):
+            for group in optimizer.param_groups:
+                group["lr"] = _learning_rate(step, steps, lr, warmup)
+            x, y = get_batch(
+                train_ids, batch_size, block_size, generator=generator
+            )  # (B, T)
+            logits, _ = model(x)  # (B, T, V)
+            loss = lm_loss(logits, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            history.train_loss.append(loss.item())
+            last = step + 1 == steps
+            if val_ids is not None and (
+                last or (eval_every and (step + 1) % eval_every == 0)
+            ):
+                history.val_steps.append(step + 1)
+                history.val_loss.append(
+                    evaluate(model, val_ids, block_size, max_windows=eval_windows)
+                )
+            advance(bar, history.train_loss[-1])
     history.seconds = time.perf_counter() - start
     return history
 

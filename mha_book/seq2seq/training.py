@@ -67,22 +67,20 @@ def _train(
     model = Translator(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     warmup = min(30, max(1, steps // 10))  # a short run still reaches lr
-    bar = progress_bar(steps, progress)
     losses, start = [], time.perf_counter()
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(step, steps, lr, warmup)
-        src, tgt_in, tgt_out = date_batch(dates, rng, batch_size, vocab)
-        logits, _ = model(src, tgt_in)  # (B, T, V)
-        loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-        advance(bar, losses[-1])
-    if bar is not None:
-        bar.close()
+    with progress_bar(steps, progress) as bar:  # closed on an error too
+        for step in range(steps):
+            for group in optimizer.param_groups:
+                group["lr"] = _learning_rate(step, steps, lr, warmup)
+            src, tgt_in, tgt_out = date_batch(dates, rng, batch_size, vocab)
+            logits, _ = model(src, tgt_in)  # (B, T, V)
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+            advance(bar, losses[-1])
     seconds = time.perf_counter() - start
     return TrainedTranslator(model.eval(), losses, seconds)
 

@@ -211,9 +211,11 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
 # in three runs on a quiet machine; in fresh-clone CI runs on a busy host the
 # median of three reached 305 ms, then 415 ms (zh/12) and 423 ms (en/02).
 # A neighbour on the host only ever adds time, so a timing over its budget
-# is measured again, up to five runs in all, and the least of the runs is
-# held to the budget: a page whose own work is over it fails every run,
-# while a page that meets it once has shown that it can. The blocking budget
+# is measured again, up to five runs in all, and the run nearest its budget
+# is held to it (within_budget): a page whose own work is over it fails
+# every run, while a page that meets it in one whole run has shown that it
+# can. With a budget about three times the quiet measurement, that fails a
+# page about three times slower than today's. The blocking budget
 # is 400 ms, about three times the quiet measurement; the other budgets are
 # the goal.
 BUDGET = {
@@ -237,17 +239,31 @@ def timing_over_budget(r: dict, budget=BUDGET) -> bool:
     return any(r[key] > budget[key] for key in TIMINGS)
 
 
-def least_timings(runs: list[dict]) -> dict:
-    """The first run with each timing replaced by its least over ``runs``.
-
-    Noise on a shared machine only adds time, so the least run is the
-    closest to the page's own cost.
+def best_run(runs: list[dict], budget=BUDGET) -> dict:
+    """The first run, with the timings of the run nearest to its budget:
+    the one whose largest timing-to-budget ratio is the least. Whole runs,
+    never the best load of one run with the best blocking of another.
+    Every run's timings are kept under ``"runs"``.
     """
-    merged = dict(runs[0])
-    for key in TIMINGS:
-        merged[key] = min(run[key] for run in runs)
+    best = min(runs, key=lambda run: max(run[k] / budget[k] for k in TIMINGS))
+    merged = {**runs[0], **{key: best[key] for key in TIMINGS}}
     merged["runs"] = [{key: run[key] for key in TIMINGS} for run in runs]
     return merged
+
+
+def within_budget(first: dict, measure_again, budget=BUDGET) -> dict:
+    """``first``; or, if a timing is over its budget, the best of up to
+    :data:`RUNS_WHEN_OVER` runs (``measure_again()`` makes one more), which
+    stop at the first run that fits.
+
+    A neighbour on a shared machine only adds time, so a page meets its
+    budget when any one whole run does; a page whose own work is over it
+    fails every run.
+    """
+    runs = [first]
+    while timing_over_budget(runs[-1], budget) and len(runs) < RUNS_WHEN_OVER:
+        runs.append(measure_again())
+    return first if len(runs) == 1 else best_run(runs, budget)
 
 
 def budget_problems(r: dict, budget=BUDGET) -> list[str]:

@@ -49,17 +49,15 @@ from conftest import SITE
 from page_weight import (
     ARTICLE_IMAGES_JS,
     BUDGET,
-    RUNS_WHEN_OVER,
     budget_problems,
     has_math,
     katex_problems,
     lazy_problems,
-    least_timings,
     measure,
     phone_context,
     summary,
     table,
-    timing_over_budget,
+    within_budget,
 )
 
 OTHER = {"zh": "en", "en": "zh"}
@@ -182,11 +180,7 @@ def phone_checks(lang: str):
 def test_page_at_390(chromium, site_url, measurements, lang, path):
     url = f"{site_url}/{lang}/{path}"
     r = measure(phone_context(chromium), url, phone_checks(lang), throttle=True)
-    runs = [r]
-    # Noise only adds time: measure again until a run fits, and hold the least.
-    while timing_over_budget(runs[-1]) and len(runs) < RUNS_WHEN_OVER:
-        runs.append(measure(phone_context(chromium), url, throttle=True))
-    r = least_timings(runs) if len(runs) > 1 else r
+    r = within_budget(r, lambda: measure(phone_context(chromium), url, throttle=True))
     measurements[f"{lang}/{path}"] = r
     checks = {
         "budget": budget_problems(r),

@@ -59,7 +59,8 @@ def test_the_notebooks_branch_is_published_only_with_the_repository_address():
     # The build reads them (conf.py): with the address, the Colab buttons.
     assert make["env"]["MHA_BOOK_REPO_URL"] == "${{ vars.MHA_BOOK_REPO_URL }}"
     assert make["env"]["MHA_BOOK_BINDER_URL"] == "${{ vars.MHA_BOOK_BINDER_URL }}"
-    only_with_it = "vars.MHA_BOOK_REPO_URL != ''"
+    # with the address, and from main only
+    only_with_it = "vars.MHA_BOOK_REPO_URL != '' && github.ref == 'refs/heads/main'"
     lay_out = next(s for s in build if "tools.notebooks_branch" in s.get("run", ""))
     upload = next(
         s for s in build if s.get("uses", "").startswith("actions/upload-artifact")
@@ -76,4 +77,9 @@ def test_the_notebooks_branch_is_published_only_with_the_repository_address():
     push = steps[1]
     assert push["working-directory"] == download["with"]["path"]
     assert "HEAD:notebooks" in push["run"]
-    assert jobs["notebooks"]["needs"] == "build"
+    # after the site is deployed, to the repository the pages link
+    assert jobs["notebooks"]["needs"] == ["build", "deploy"]
+    assert 'test "$named" = "$THIS_REPO"' in push["run"]
+    assert (
+        push["env"]["THIS_REPO"] == "${{ github.server_url }}/${{ github.repository }}"
+    )

@@ -56,7 +56,8 @@ def test_the_branch_holds_each_editions_notebooks_and_what_binder_installs(tmp_p
             nbformat.write(downloaded(lang), site / lang / "_sources" / f"{name}.ipynb")
         (site / lang / "_sources" / "index.md.txt").write_text("not a notebook")
     out = tmp_path / "branch"
-    (out / "stale").mkdir(parents=True)  # a folder from an earlier run goes
+    (out / "zh").mkdir(parents=True)  # an earlier layout is replaced
+    (out / "zh" / "99-gone.ipynb").write_text("{}")
     assert lay_out(site, out) == {"zh": 2, "en": 2}
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert files == [
@@ -64,11 +65,14 @@ def test_the_branch_holds_each_editions_notebooks_and_what_binder_installs(tmp_p
         "en/02-a.ipynb",
         "en/13-b.ipynb",
         "requirements.txt",
+        "runtime.txt",
         "zh/02-a.ipynb",
         "zh/13-b.ipynb",
     ]
     version = downloaded("zh").metadata["mha_book"]["version"]
     assert f"mha-book[notebook]=={version}\n" in (out / "requirements.txt").read_text()
+    # Binder's default Python is older than the package allows
+    assert (out / "runtime.txt").read_text() == "python-3.11\n"
     zh = json.loads((out / "zh/02-a.ipynb").read_text(encoding="utf-8"))
     assert 'os.environ["MHA_BOOK_LANG"] = "zh"' in "".join(zh["cells"][0]["source"])
 
@@ -77,3 +81,15 @@ def test_a_site_without_notebooks_is_refused(tmp_path):
     (tmp_path / "html" / "zh" / "_sources").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no notebooks in"):
         lay_out(tmp_path / "html", tmp_path / "branch")
+
+
+def test_a_folder_that_is_not_an_earlier_layout_is_never_removed(tmp_path):
+    site = tmp_path / "html"
+    for lang in ("zh", "en"):
+        (site / lang / "_sources").mkdir(parents=True)
+        nbformat.write(downloaded(lang), site / lang / "_sources" / "02-a.ipynb")
+    (tmp_path / "work" / "zh").mkdir(parents=True)
+    (tmp_path / "work" / "mine.py").write_text("keep me")
+    with pytest.raises(FileExistsError, match=r"also holds \['mine.py'\]"):
+        lay_out(site, tmp_path / "work")
+    assert (tmp_path / "work" / "mine.py").read_text() == "keep me"
