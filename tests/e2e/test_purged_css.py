@@ -156,10 +156,21 @@ def difference(a: Image.Image, b: Image.Image) -> str | None:
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_the_purged_css_draws_the_same_pixels(chromium, servers, case):
     name, path, width, scheme, state, full = case
-    whole, purged = (
-        draw(chromium, f"{base}/{path}", width, scheme, state, full) for base in servers
-    )
+
+    def drawings():
+        return [
+            draw(chromium, f"{base}/{path}", width, scheme, state, full)
+            for base in servers
+        ]
+
+    whole, purged = drawings()
     problem = difference(whole, purged)
+    if problem:
+        # Drawn again: a missing rule differs every time, while Chromium now and
+        # then rasterises one glyph of a tall full-page capture a pixel apart
+        # (seen once in CI: a 14 px box around one letter of chapter 11).
+        whole, purged = drawings()
+        problem = difference(whole, purged)
     if problem:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         whole.save(SCREENSHOTS / f"purge-{name}-whole.png")
