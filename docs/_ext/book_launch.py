@@ -22,8 +22,7 @@ import re
 
 from sphinx.errors import ConfigError
 
-REPO_ENV = "MHA_BOOK_REPO_URL"
-BINDER_ENV = "MHA_BOOK_BINDER_URL"
+REPO_ENV = "MHA_BOOK_REPO_URL"  # conf.py reads it into book_repo_url
 NOTEBOOKS_BRANCH = "notebooks"
 COLAB = "https://colab.research.google.com"
 GITHUB = re.compile(r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?")

@@ -19,7 +19,11 @@ from torch import nn
 
 from mha_book._checks import check_positive_int
 from mha_book.lm.artifacts import cached, shared_out
-from mha_book.lm.training import _learning_rate, advance, progress_bar
+from mha_book.lm.training import (  # chapter 10's schedule and progress bar
+    _learning_rate,
+    advance,
+    progress_bar,
+)
 from mha_book.seq2seq.dates import FORMATS, render_date
 from mha_book.seq2seq.translator import (
     START,

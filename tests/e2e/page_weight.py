@@ -214,10 +214,9 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
 # is measured again, up to five runs in all, and the run nearest its budget
 # is held to it (within_budget): a page whose own work is over it fails
 # every run, while a page that meets it in one whole run has shown that it
-# can. With a budget about three times the quiet measurement, that fails a
-# page about three times slower than today's. The blocking budget
-# is 400 ms, about three times the quiet measurement; the other budgets are
-# the goal.
+# can. The blocking budget is 400 ms, about three times the quiet
+# measurement, so a page about three times slower than today's fails; the
+# other budgets are the goal.
 BUDGET = {
     "bytes": 200 * 1024,
     "image_bytes": 64 * 1024,
