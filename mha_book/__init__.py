@@ -40,6 +40,8 @@ _EXPORTS = {
     "ShapeTrace": "attention.trace",
     "trace_shapes": "attention.trace",
     "book_language": "book",
+    "Spread": "seeds",
+    "over_seeds": "seeds",
     "CharTokenizer": "lm.charlm",
     "BertEncoder": "models.bert",
     "DecoderOnlyBlock": "models.blocks",
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     )
     from mha_book.attention.trace import ShapeTrace, trace_shapes
     from mha_book.book import book_language
+    from mha_book.seeds import Spread, over_seeds
     from mha_book.lm.charlm import CharTokenizer
     from mha_book.models.bert import BertEncoder
     from mha_book.models.blocks import DecoderOnlyBlock

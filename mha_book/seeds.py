@@ -1,0 +1,128 @@
+"""A measurement over several random draws: every run kept, the range stated.
+
+A number that depends on a random draw (an initialisation, sampled inputs, a
+training run) is one value of a distribution. The book states such a number
+as its range over seeds, never as one draw: :func:`over_seeds` runs a
+measurement once per seed, with torch's generator seeded before each run, and
+returns a :class:`Spread` of every value (a dict of them when the measurement
+returns several numbers from one draw). The pages print ``spread.range_text()``
+and glue it; they assert only what holds for every seed (``spread.lo``,
+``spread.hi``).
+
+The caller's random state is left as it was, so a page's later cells draw
+the same numbers whether or not a measurement ran before them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from statistics import median
+
+import torch
+
+__all__ = ["Spread", "over_seeds"]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Every value a measurement gave, one per seed.
+
+    Args:
+        seeds: the seeds, in the order they ran.
+        values: the value each seed gave.
+
+    Example:
+        >>> s = Spread(seeds=(0, 1, 2), values=(3.0, 1.0, 2.0))
+        >>> s.lo, s.median, s.hi
+        (1.0, 2.0, 3.0)
+        >>> s.range_text("{:.1f}")
+        '1.0–3.0'
+    """
+
+    seeds: tuple[int, ...]
+    values: tuple[float, ...]
+
+    @property
+    def lo(self) -> float:
+        """The smallest value over the seeds."""
+        return min(self.values)
+
+    @property
+    def hi(self) -> float:
+        """The largest value over the seeds."""
+        return max(self.values)
+
+    @property
+    def median(self) -> float:
+        """The median over the seeds."""
+        return median(self.values)
+
+    def range_text(self, fmt: str = "{:.2f}") -> str:
+        """``lo–hi`` formatted with ``fmt`` (one value when they agree at that precision)."""
+        lo, hi = fmt.format(self.lo), fmt.format(self.hi)
+        return lo if lo == hi else f"{lo}–{hi}"
+
+    def __str__(self) -> str:
+        return f"{self.range_text()} over {len(self.seeds)} seeds"
+
+
+def over_seeds(
+    measure: Callable[[int], float | Mapping[str, float]],
+    seeds: int | Iterable[int] = 5,
+) -> Spread | dict[str, Spread]:
+    """Run ``measure(seed)`` once per seed and keep every value.
+
+    Before each run, torch's global generator is seeded with ``seed``; after
+    the last, the caller's random state is restored.
+
+    Args:
+        measure: the measurement; takes the seed, returns a number, or a dict
+            of numbers measured on the same draw (the same keys every time).
+        seeds: how many seeds (0, 1, ..., n - 1) or which.
+
+    Returns:
+        A :class:`Spread`, or a dict of them with ``measure``'s keys.
+
+    Raises:
+        ValueError: no seeds; a value that is NaN or infinite; keys that change
+            from one seed to the next.
+
+    Shape:
+        One value per seed: ``len(spread.values) == len(spread.seeds)``.
+
+    Example:
+        >>> spread = over_seeds(lambda seed: torch.randn(1000).std().item(), 4)
+        >>> len(spread.values), 0.9 < spread.lo <= spread.hi < 1.1
+        (4, True)
+        >>> both = over_seeds(lambda seed: {"a": seed, "b": 2 * seed}, [1, 2])
+        >>> both["b"].values
+        (2.0, 4.0)
+    """
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list:
+        raise ValueError(f"seeds: expected at least one seed, got {seeds!r}")
+    runs: list[Mapping[str, float]] = []
+    single = True
+    with torch.random.fork_rng(devices=[]):
+        for seed in seed_list:
+            torch.manual_seed(seed)
+            value = measure(seed)
+            single = not isinstance(value, Mapping)
+            runs.append({"": value} if single else value)  # type: ignore[dict-item]
+    keys = list(runs[0])
+    for seed, run in zip(seed_list, runs, strict=True):
+        if list(run) != keys:
+            raise ValueError(
+                f"measure: expected the same keys for every seed, got {keys} "
+                f"for seed {seed_list[0]} and {list(run)} for seed {seed}"
+            )
+        for key, value in run.items():
+            if not math.isfinite(float(value)):
+                name = f"[{key!r}]" if key else ""
+                raise ValueError(f"measure{name}: gave {value} for seed {seed}")
+    spreads = {
+        key: Spread(tuple(seed_list), tuple(float(run[key]) for run in runs)) for key in keys
+    }
+    return spreads[""] if single else spreads
