@@ -41,6 +41,7 @@ extensions = [
     "book_math",  # the math as HTML, rendered by KaTeX during the build
     "sphinx_copybutton",
     "sphinxcontrib.bibtex",
+    "book_bib",  # the bibliography and citations in the edition's language
     "sphinx_togglebutton",
     "sphinx_exercise",
     "book_build",  # how the pages execute: kernels, output, execution report
@@ -88,8 +89,8 @@ togglebutton_hint_hide = {"zh": "点击隐藏", "en": "Click to hide"}[LANG]
 
 # --- citations: one .bib for both editions; docs/<lang>/references.md lists them
 bibtex_bibfiles = ["docs/references.bib"]  # relative to this file
-bibtex_default_style = "plain"
-bibtex_reference_style = "author_year"
+bibtex_default_style = f"book_{LANG}"  # plain, in the edition's words (book_bib)
+bibtex_reference_style = f"author_year_{LANG}"  # "Xiao et al." / “Xiao 等”
 
 # --- autodoc ----------------------------------------------------------------
 autodoc_member_order = "bysource"
