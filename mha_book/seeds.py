@@ -123,6 +123,7 @@ def over_seeds(
                 name = f"[{key!r}]" if key else ""
                 raise ValueError(f"measure{name}: gave {value} for seed {seed}")
     spreads = {
-        key: Spread(tuple(seed_list), tuple(float(run[key]) for run in runs)) for key in keys
+        key: Spread(tuple(seed_list), tuple(float(run[key]) for run in runs))
+        for key in keys
     }
     return spreads[""] if single else spreads
