@@ -7,10 +7,22 @@ Teaching cells
     build plumbing: it belongs in a cell tagged ``remove-cell`` (executed,
     never shown), placed right after the cell that computes the value.
 
+The map of the book
+    The parts, the chapters and which chapter needs which live in one place,
+    ``mha_book.book_map``; the sidebar, the index's parts and reading-path
+    figure, chapter 08's reading path and chapter 09's next steps are written
+    from it (the ``book-map`` directive, ``docs/_ext/book_toc.py``). The gate
+    checks that the map and the pages agree: every ``NN-name.md`` of both
+    editions is a chapter of the map, under the title its first heading
+    gives, every chapter of the map has its page, and each chapter needs
+    only earlier chapters (for a book whose index holds the directive
+    ``{book-map} contents``). A new chapter is one entry of the map.
+
 Lists of chapters
-    A list of chapters is never left to go stale. Before a list (or a
-    paragraph) that names chapters by link, a MyST comment says which
-    chapters it lists, and the gate checks that it links every one of them:
+    A list of chapters typed into a page is never left to go stale. Before a
+    list (or a paragraph) that names chapters by link, a MyST comment says
+    which chapters it lists, and the gate checks that it links every one of
+    them:
 
         % chapters: 10-       every chapter from 10 to the last one
         % chapters: 01-08     chapters 1 to 8
@@ -18,7 +30,9 @@ Lists of chapters
     The block is the text after the comment up to the next blank line. A new
     chapter that a ``10-`` list does not link fails the build. A block that
     links four or more chapters without such a comment is reported too, so a
-    new list of chapters cannot escape the check.
+    new list of chapters cannot escape the check. A list that the map can
+    write (the chapters of a part, the chapters after one) belongs in a
+    ``book-map`` directive instead.
 """
 
 from __future__ import annotations
@@ -143,8 +157,85 @@ def chapter_list_problems(docs: Path) -> list[str]:
     return problems
 
 
+HEADING = re.compile(r"^# (.+?)\s*$", re.M)
+
+
+def map_problems(docs: Path, chapters=None) -> list[str]:
+    """Where the map of the book (``mha_book.book_map``) and the pages disagree.
+
+    >>> import tempfile
+    >>> from mha_book.book_map import Chapter
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for lang, title in (("zh", "甲"), ("en", "A")):
+    ...     (d / lang).mkdir()
+    ...     _ = (d / lang / "01-a.md").write_text(f"# {title}\\n")
+    ...     _ = (d / lang / "02-b.md").write_text("# B\\n")
+    >>> a = Chapter(1, "01-a", "article", ("甲", "A"), (), ("", ""))
+    >>> map_problems(d, [a])
+    ['zh/02-b.md: a chapter page that mha_book/book_map.py does not list: add a Chapter to CHAPTERS', 'en/02-b.md: a chapter page that mha_book/book_map.py does not list: add a Chapter to CHAPTERS']
+    >>> c = Chapter(3, "03-c", "article", ("丙", "C"), (4,), ("", ""))
+    >>> map_problems(d, [a, Chapter(2, "02-b", "article", ("B", "B"), (), ("", "")), c])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['mha_book/book_map.py: chapter 3 needs chapter(s) 4, which are not earlier
+      chapters of the map', 'zh/03-c.md: chapter 3 of the map has no page',
+      'en/03-c.md: chapter 3 of the map has no page']
+    """
+    from mha_book import book_map
+
+    chapters = list(book_map.CHAPTERS if chapters is None else chapters)
+    where = "mha_book/book_map.py"
+    problems = []
+    numbers = [c.number for c in chapters]
+    if numbers != sorted(set(numbers)):
+        problems.append(f"{where}: the chapters' numbers must rise, got {numbers}")
+    parts = {p.key for p in book_map.PARTS}
+    for c in chapters:
+        if c.slug[:2] != f"{c.number:02d}":
+            problems.append(f"{where}: chapter {c.number} has the page {c.slug!r}")
+        if c.part not in parts:
+            problems.append(f"{where}: chapter {c.number}: no part {c.part!r}")
+        wrong = [n for n in c.needs if n >= c.number or n not in numbers]
+        if wrong:
+            problems.append(
+                f"{where}: chapter {c.number} needs chapter(s) "
+                f"{', '.join(map(str, wrong))}, which are not earlier chapters of the map"
+            )
+    for lang in LANGS:
+        pages = {p.stem: p for p in (docs / lang).glob("*.md") if CHAPTER.match(p.name)}
+        for c in chapters:
+            page = pages.pop(c.slug, None)
+            if page is None:
+                problems.append(
+                    f"{lang}/{c.slug}.md: chapter {c.number} of the map has no page"
+                )
+                continue
+            m = HEADING.search(page.read_text(encoding="utf-8"))
+            title = book_map.text(c.title, lang)
+            if m is None or m.group(1) != title:
+                problems.append(
+                    f"{lang}/{c.slug}.md: the first heading is "
+                    f"{m.group(1) if m else None!r}, the map's title {title!r}"
+                )
+        for stem in sorted(pages):
+            problems.append(
+                f"{lang}/{stem}.md: a chapter page that {where} does not list: "
+                "add a Chapter to CHAPTERS"
+            )
+    return problems
+
+
+MAPPED = "{book-map} contents"  # an index that writes its contents from the map
+
+
 def page_problems(docs: Path) -> list[str]:
-    return glue_problems(docs) + chapter_list_problems(docs)
+    """Every problem of the gate. The map is checked for a book whose index
+    writes its table of contents from it (a scratch book of the tests has its
+    own toctree and pages)."""
+    problems = glue_problems(docs) + chapter_list_problems(docs)
+    index = docs / "en" / "index.md"
+    if index.exists() and MAPPED in index.read_text(encoding="utf-8"):
+        problems += map_problems(docs)
+    return problems
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,8 @@
 The notebook download, the explorer's files where a page shows one, lazy and
 density-sized figures, the theme's buttons in the page's language, the
 edition's PDF in the download menu, accessible collapsed cells and
-bibliography entries, no machine paths in the outputs, and the ``lit`` role.
+bibliography entries, no machine paths in the outputs, the ``lit`` role, and
+(through ``book_toc``) the table of contents in parts.
 """
 
 from __future__ import annotations
@@ -278,6 +279,8 @@ def lit_role(name, rawtext, text, lineno, inliner, options=None, content=None):
 
 
 def setup(app):
+    # the table of contents in parts and the lists of chapters (mha_book.book_map)
+    app.setup_extension("book_toc")
     app.add_role("lit", lit_role)
     app.connect("doctree-read", _hide_machine_paths)
     app.add_config_value("book_eager_images", EAGER_IMAGES, "html", types=[int])

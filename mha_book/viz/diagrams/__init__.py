@@ -38,6 +38,8 @@ per idea; the chapter that teaches the idea draws it:
   a rolling cache's slots; :func:`sink_window`, what a sink cache keeps;
   :func:`block_table`, sequences' blocks in a shared pool;
   :func:`latent_data_flow`, multi-head latent attention's shapes.
+- :mod:`~mha_book.viz.diagrams.reading` (the index): :func:`reading_path`,
+  which chapter needs which, from the book's map (:mod:`mha_book.book_map`).
 - :mod:`~mha_book.viz.diagrams.registry` (chapter 09): :func:`kernel_choice`,
   which registered kernel a module runs for each ``kernel=`` and
   ``need_weights``, recorded by calling real modules.
@@ -63,6 +65,7 @@ _EXPORTS = {
     "attention_patterns": "patterns",
     "alibi_heads": "positions",
     "rotary_rotation": "positions",
+    "reading_path": "reading",
     "kernel_choice": "registry",
     "attention_matrices": "scores",
     "head_split_layout": "shapes",
@@ -88,6 +91,7 @@ if TYPE_CHECKING:
     from mha_book.viz.diagrams.parallel import head_columns, parallel_heads
     from mha_book.viz.diagrams.patterns import attention_patterns
     from mha_book.viz.diagrams.positions import alibi_heads, rotary_rotation
+    from mha_book.viz.diagrams.reading import reading_path
     from mha_book.viz.diagrams.registry import kernel_choice
     from mha_book.viz.diagrams.scores import attention_matrices
     from mha_book.viz.diagrams.shapes import head_split_layout, mha_data_flow
@@ -111,6 +115,7 @@ __all__ = [
     "attention_patterns",
     "online_softmax_tiles",
     "kernel_choice",
+    "reading_path",
     "rotary_rotation",
     "alibi_heads",
 ]
