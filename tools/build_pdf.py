@@ -11,16 +11,18 @@ first pages. `make pdf` runs it through tools/build_book.py --pdf yes;
 The route is Jupyter Book's HTML-to-PDF one: no LaTeX. Playwright drives
 Debian's Chromium (/usr/bin/chromium) over the site served on 127.0.0.1.
 Each chapter, in the order of the book's table of contents (the sidebar of
-index.html: the introduction, chapters 01-15, the API reference, the
-glossary, the references), is printed on its own, once its fonts (KaTeX's
+index.html: the introduction, then the chapters part by part under the parts'
+captions, which mha_book.book_map sets, then the API reference, the glossary
+and the references), is printed on its own, once its fonts (KaTeX's
 among them: the math is HTML written by the build) have loaded, every image
 has decoded and every collapsed cell and solution is open;
 the site's print CSS (docs/_static/book.css) hides the page chrome and wraps
 long code lines. The running header (book and chapter title) and the page
 number are CSS page-margin boxes; each chapter's numbering starts where the
 previous one ended, so the page numbers run through the whole book. Then a
-title page and a table of contents with those page numbers are printed, and
-pypdf merges everything, with one bookmark per chapter.
+title page and a table of contents with those page numbers, grouped under the
+parts' titles, are printed, and pypdf merges everything, with one bookmark per
+part and, under it, one per chapter.
 """
 
 from __future__ import annotations
@@ -112,12 +114,20 @@ def serve(directory: Path):
         server.server_close()
 
 
-# The book's order: the home link, then the table of contents of the sidebar.
+# The book's order: the home link, then the table of contents of the sidebar,
+# each page with the caption of its part (null for the home link).
 CHAPTERS_JS = """() => {
   const nav = document.querySelector("nav.bd-docs-nav");
   const links = [...nav.querySelectorAll(".bd-sidenav__home-link a, ul.bd-sidenav > li.toctree-l1 > a")];
+  const part = (a) => {
+    const list = a.closest("ul.bd-sidenav");
+    if (list.classList.contains("bd-sidenav__home-link")) return null;
+    const caption = list.previousElementSibling;
+    return caption && caption.matches("p.caption") ? caption.textContent.trim() : null;
+  };
   return {book: document.querySelector(".logo__title").textContent.trim(),
-          pages: links.map((a) => new URL(a.getAttribute("href"), location.href).pathname)};
+          pages: links.map((a) => new URL(a.getAttribute("href"), location.href).pathname),
+          parts: links.map(part)};
 }"""
 
 # Ready to print: collapsed cells and solutions open, images decoded, math typeset.
@@ -168,14 +178,37 @@ def print_chapter(page, url: str, book: str, first_page: int) -> tuple[bytes, di
     return pdf, facts
 
 
-def front_matter_html(lang: str, book: str, toc: list[tuple[str, int]]) -> str:
-    """The title page and the table of contents, with page numbers and links."""
+def toc_rows(toc) -> str:
+    """The table of contents' lines: a part's title before its first chapter.
+
+    ``toc``: ``(title, first page, part or None)`` per chapter, in order.
+
+    >>> print(toc_rows([("Intro", 3, None), ("One", 5, "Part I"), ("Two", 9, "Part I")]))
+    <li><a href="#p3"><span class="t">Intro</span><span class="n">3</span></a></li>
+    <li class="part">Part I</li>
+    <li class="in-part"><a href="#p5"><span class="t">One</span><span class="n">5</span></a></li>
+    <li class="in-part"><a href="#p9"><span class="t">Two</span><span class="n">9</span></a></li>
+    """
+    rows, current = [], None
+    for title, number, part in toc:
+        if part and part != current:
+            rows.append(f'<li class="part">{escape(part)}</li>')
+        current = part
+        css = ' class="in-part"' if part else ""
+        rows.append(
+            f'<li{css}><a href="#p{number}"><span class="t">{escape(title)}</span>'
+            f'<span class="n">{number}</span></a></li>'
+        )
+    return "\n".join(rows)
+
+
+def front_matter_html(lang: str, book: str, toc) -> str:
+    """The title page and the table of contents, with page numbers and links.
+
+    ``toc``: ``(title, first page, part or None)`` per chapter, in order.
+    """
     words = LABELS[lang]
-    rows = "\n".join(
-        f'<li><a href="#p{number}"><span class="t">{escape(title)}</span>'
-        f'<span class="n">{number}</span></a></li>'
-        for title, number in toc
-    )
+    rows = toc_rows(toc)
     hreflang = {"zh": "zh-CN", "en": "en"}[lang]
     return f"""<!DOCTYPE html><html lang="{hreflang}"><head><meta charset="utf-8">
 <title>{escape(book)}</title><style>
@@ -191,6 +224,8 @@ body {{ font-family: "DejaVu Sans", "Noto Sans CJK SC", sans-serif; color: #222;
 .toc a {{ display: flex; color: inherit; text-decoration: none; }}
 .toc .t {{ flex: 1; border-bottom: 1px dotted #999; margin-right: 3mm; }}
 .toc .n {{ font-variant-numeric: tabular-nums; }}
+.toc li.part {{ font-weight: bold; margin: 5mm 0 3.2mm; break-after: avoid; }}
+.toc li.in-part {{ padding-left: 5mm; }}
 </style></head><body>
 <section class="title"><h1>{escape(book)}</h1>
 <p>{words["edition"]}</p><p>{words["built"]} {date.today().isoformat()}</p></section>
@@ -213,11 +248,16 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
     book = order["book"]
     # The front matter's length depends only on the number of entries: print it
     # once with placeholder numbers to learn where the first chapter starts.
-    placeholder = [("-", 999)] * len(order["pages"])
+    placeholder = [("-", 999, part) for part in order["parts"]]
     front_pages = pdf_pages(print_front_matter(page, lang, book, placeholder))
     chapters, pdfs = print_chapters(page, base, order["pages"], book, front_pages + 1)
+    for chapter, part in zip(chapters, order["parts"]):
+        chapter["part"] = part
     front = print_front_matter(
-        page, lang, book, [(c["title"], c["first_page"]) for c in chapters]
+        page,
+        lang,
+        book,
+        [(c["title"], c["first_page"], c["part"]) for c in chapters],
     )
     page.close()
     if pdf_pages(front) != front_pages:
@@ -277,8 +317,9 @@ def write_book_pdf(
 
     writer = PdfWriter()
     writer.append(io.BytesIO(front))
-    for chapter, pdf in zip(chapters, pdfs):
-        writer.append(io.BytesIO(pdf), outline_item=chapter["title"])
+    for pdf in pdfs:
+        writer.append(io.BytesIO(pdf))
+    add_outline(writer, chapters)
     writer.add_metadata({"/Title": book, "/Creator": "mha_book tools/build_pdf.py"})
     link_contents(writer, front_pages, chapters)
     unradical_fonts(writer)
@@ -286,6 +327,22 @@ def write_book_pdf(
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as f:
         writer.write(f)
+
+
+def add_outline(writer, chapters: list[dict]) -> None:
+    """One bookmark per part (at its first chapter) holding one per chapter;
+    a chapter outside the parts (the introduction) gets one at the top level."""
+    current, parent = None, None
+    for chapter in chapters:
+        part, index = chapter.get("part"), chapter["first_page"] - 1
+        if part != current:
+            current = part
+            parent = (
+                writer.add_outline_item(title=part, page_number=index) if part else None
+            )
+        writer.add_outline_item(
+            title=chapter["title"], page_number=index, parent=parent
+        )
 
 
 # --- the text layer: one code point per glyph ------------------------------------

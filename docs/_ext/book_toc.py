@@ -171,6 +171,30 @@ class BookMap(SphinxDirective):
         return container.children if kind == "contents" else [container]
 
 
+def _map_digest() -> str:
+    import hashlib
+    from pathlib import Path
+
+    return hashlib.sha256(Path(book_map.__file__).read_bytes()).hexdigest()
+
+
+def _sidebar_outdated(app, env, added, changed, removed):
+    """Sphinx's ``env-get-outdated``: every page, when the map changed.
+
+    Every page's sidebar is the index's toctrees, which the map writes; Sphinx
+    writes again only the pages it reads again, so a changed map (a new
+    chapter, a part renamed) reads them all (their outputs come from the
+    execution cache).
+    """
+    digest = _map_digest()
+    before = getattr(env, "book_map_digest", None)
+    env.book_map_digest = digest
+    if before == digest:
+        return []  # (an environment from before the map reads everything once)
+    return sorted(env.found_docs - added - changed - removed)
+
+
 def setup(app):
     app.add_directive("book-map", BookMap)
+    app.connect("env-get-outdated", _sidebar_outdated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -24,6 +24,8 @@ from pdf_checks import (
     radical_problems,
 )
 
+from mha_book import book_map
+
 if not CHROMIUM.exists():
     pytest.skip(
         f"no {CHROMIUM}: the PDF editions are not printed", allow_module_level=True
@@ -70,11 +72,19 @@ def test_the_pdf_holds_every_page_of_the_site_in_order(editions, lang):
     assert sorted(docs) == sorted(pages)
     assert docs[0] == "index" and docs[-3:] == ["api", "glossary", "references"]
     numbered = [d for d in docs if d[:2].isdigit()]
-    assert numbered == sorted(numbered)
-    reader = PdfReader(pdf)
-    assert [item.title for item in reader.outline] == [
-        c["title"] for c in record["chapters"]
+    assert numbered == [  # part by part, as the sidebar (mha_book.book_map)
+        c.slug for p in book_map.PARTS for c in book_map.chapters_in(p.key)
     ]
+    reader = PdfReader(pdf)
+    # one bookmark per part, holding its chapters'; the introduction on its own
+    parts = [book_map.text(p.title, lang) for p in book_map.PARTS]
+    parts.append(book_map.text(book_map.BACK_MATTER_CAPTION, lang))
+    top = [item.title for item in reader.outline if not isinstance(item, list)]
+    assert top == [record["chapters"][0]["title"], *parts]
+    nested = [
+        i.title for item in reader.outline if isinstance(item, list) for i in item
+    ]
+    assert nested == [c["title"] for c in record["chapters"][1:]]
     assert len(reader.pages) == record["pages"] == len(texts)
     # The table of contents gives each chapter's first page, which is where it starts.
     toc = canonical("".join(texts[: record["front_pages"]]))

@@ -27,6 +27,7 @@ from mha_book.viz.diagrams import (
     mha_data_flow,
     online_softmax_tiles,
     parallel_heads,
+    reading_path,
     ring_buffer,
     rotary_rotation,
     sink_window,
@@ -476,6 +477,7 @@ DIAGRAMS = {
         *_layers(), torch.randn(1, 3, 8), torch.randn(1, 2, 8)
     ),
     "kernel_choice": lambda: kernel_choice(),
+    "reading_path": lambda: reading_path(),
     "online_softmax_tiles": lambda: online_softmax_tiles(
         *torch.randn(3, 4, 2), block_size=2
     ),
@@ -640,3 +642,45 @@ def test_the_pages_check_of_the_heads_fails_on_the_wrong_columns():
         assert not torch.allclose(shifted, facts["concat"][..., a0:b0], atol=1e-5)
         swapped = head(a1, b1)[0]  # head 1's columns in head 0's place
         assert not torch.allclose(swapped, facts["concat"][..., a0:b0], atol=1e-5)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_reading_path_draws_the_books_map(monkeypatch, lang):
+    from mha_book import book_map
+
+    monkeypatch.setenv(LANG_ENV_VAR, lang)
+    fig, facts = reading_path()
+    assert smallest_text_pt(fig) >= TEXT_PT and fig.get_size_inches()[0] <= 5.0
+    drawn = texts(fig)
+    for part in book_map.PARTS:  # each part's name, in the page's language
+        assert book_map.text(part.short, lang) in drawn
+    boxes = [f"{c.number:02d}" for c in book_map.CHAPTERS]
+    assert all(b in drawn.split("\n") for b in boxes)
+    # every need is an arrow pointing down, and the parts keep their columns
+    assert sorted(facts["needs"]) == sorted(
+        (m, c.number) for c in book_map.CHAPTERS for m in c.needs
+    )
+    assert all(facts["level"][m] < facts["level"][n] for m, n in facts["needs"])
+    columns = {
+        key: {facts["slot"][n][0] for n in numbers}
+        for key, numbers in facts["parts"].items()
+    }
+    keys = [p.key for p in book_map.PARTS]
+    for left, right in zip(keys, keys[1:]):
+        assert max(columns[left]) < min(columns[right])
+    assert len(set(facts["slot"].values())) == len(book_map.CHAPTERS)  # no overlap
+    assert facts["layout"]["direction"] == "top-to-bottom"
+
+
+def test_a_new_chapter_is_one_more_box(monkeypatch):
+    from dataclasses import replace
+
+    from mha_book import book_map
+
+    new = replace(book_map.CHAPTERS[-1], number=18, slug="18-next", needs=(17,))
+    monkeypatch.setattr(book_map, "CHAPTERS", (*book_map.CHAPTERS, new))
+    fig, facts = reading_path()
+    assert (17, 18) in facts["needs"]
+    assert facts["level"][18] == facts["level"][17] + 1
+    assert facts["layout"]["rows"] == facts["level"][18] + 1
+    assert "18" in texts(fig).split("\n")

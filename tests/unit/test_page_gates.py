@@ -1,10 +1,16 @@
-"""The page gates (tools/check_pages.py): no glue in a visible cell, and every
-list of chapters links every chapter it claims. Each passes on the real book
+"""The page gates (tools/check_pages.py): no glue in a visible cell, every
+list of chapters links every chapter it claims, and the map of the book
+(mha_book.book_map) agrees with the pages. Each passes on the real book
 and fails on a broken copy. Also: the build report shows no empty section."""
 
 from pathlib import Path
 
-from tools.check_pages import chapter_list_problems, glue_problems, page_problems
+from tools.check_pages import (
+    chapter_list_problems,
+    glue_problems,
+    map_problems,
+    page_problems,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +36,68 @@ def test_the_book_has_no_visible_glue_and_marks_its_chapter_lists():
             p.name: p.read_text(encoding="utf-8") for p in (DOCS / lang).glob("*.md")
         }
         assert sum(t.count("glue(") for t in text.values()) > 100
-        for page in ("index.md", "08-best-practices.md", "09-summary.md"):
-            assert "% chapters: 10-" in text[page], (lang, page)
+        assert "% chapters: 01-08" in text["09-summary.md"], lang
+        # the lists of later chapters are written from the map, not typed
+        assert "```{book-map} contents" in text["index.md"], lang
+        assert "```{book-map} parts" in text["index.md"], lang
+        assert "```{book-map} path" in text["08-best-practices.md"], lang
+        assert "```{book-map} next" in text["09-summary.md"], lang
+
+
+def _mapped_copy(tmp_path: Path) -> Path:
+    """A copy of the book's pages, whose index writes its contents from the map."""
+    import shutil
+
+    for lang in ("zh", "en"):
+        shutil.copytree(DOCS / lang, tmp_path / lang)
+    return tmp_path
+
+
+def test_a_chapter_page_the_map_does_not_list_is_caught(tmp_path):
+    docs = _mapped_copy(tmp_path)
+    assert page_problems(docs) == []
+    for lang in ("zh", "en"):
+        (docs / lang / "18-next.md").write_text("# Next\n", encoding="utf-8")
+    problems = page_problems(docs)
+    assert problems == [
+        f"{lang}/18-next.md: a chapter page that mha_book/book_map.py does not "
+        "list: add a Chapter to CHAPTERS"
+        for lang in ("zh", "en")
+    ]
+
+
+def test_a_chapter_of_the_map_without_its_page_or_title_is_caught(tmp_path):
+    docs = _mapped_copy(tmp_path)
+    (docs / "en" / "14-positions.md").unlink()
+    zh = docs / "zh" / "13-mqa-gqa-kv-cache.md"
+    zh.write_text(
+        zh.read_text(encoding="utf-8").replace("# MQA、GQA 与 KV 缓存", "# 另一个标题"),
+        encoding="utf-8",
+    )
+    problems = map_problems(docs)
+    assert "en/14-positions.md: chapter 14 of the map has no page" in problems
+    assert any(
+        p.startswith("zh/13-mqa-gqa-kv-cache.md: the first heading") for p in problems
+    )
+    assert len(problems) == 2
+
+
+def test_needs_that_are_not_earlier_chapters_are_caught():
+    from dataclasses import replace
+
+    from mha_book.book_map import CHAPTERS
+
+    broken = [replace(c, needs=(17,)) if c.number == 12 else c for c in CHAPTERS]
+    problems = map_problems(DOCS, broken)
+    assert problems == [
+        "mha_book/book_map.py: chapter 12 needs chapter(s) 17, which are not "
+        "earlier chapters of the map"
+    ]
+
+
+def test_a_scratch_book_without_the_map_is_not_checked_against_it(tmp_path):
+    docs = write(tmp_path, {"index.md": "# Book\n", "10-a.md": "# A\n"})
+    assert page_problems(docs) == []
 
 
 def test_visible_glue_is_caught(tmp_path):

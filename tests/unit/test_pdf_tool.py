@@ -99,3 +99,67 @@ def test_the_pdfs_are_printed_again_only_when_a_page_they_print_changed(tmp_path
     assert not pdfs_up_to_date(tmp_path, ("zh",))
     (tmp_path / "pdf" / "zh.json").unlink()
     assert not pdfs_up_to_date(tmp_path, ("zh",))
+
+
+def _blank_pdf(pages: int) -> bytes:
+    import io
+
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(100, 100)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_the_outline_holds_each_chapter_under_its_part(tmp_path):
+    from pypdf import PdfReader
+
+    from tools.build_pdf import write_book_pdf
+
+    chapters = [  # first pages after one page of front matter
+        {"title": "Intro", "first_page": 2, "part": None},
+        {"title": "One", "first_page": 3, "part": "Part I"},
+        {"title": "Two", "first_page": 5, "part": "Part I"},
+        {"title": "Three", "first_page": 6, "part": "Part II"},
+        {"title": "API", "first_page": 7, "part": "Reference"},
+    ]
+    pdfs = [_blank_pdf(n) for n in (1, 2, 1, 1, 1)]
+    target = tmp_path / "book.pdf"
+    write_book_pdf(target, "Book", _blank_pdf(1), 1, chapters, pdfs)
+    reader = PdfReader(target)
+    outline = reader.outline
+    top = [item.title for item in outline if not isinstance(item, list)]
+    assert top == ["Intro", "Part I", "Part II", "Reference"]
+    nested = [[i.title for i in item] for item in outline if isinstance(item, list)]
+    assert nested == [["One", "Two"], ["Three"], ["API"]]
+    pages = {
+        item.title: reader.get_destination_page_number(item) + 1
+        for item in (
+            x
+            for entry in outline
+            for x in (entry if isinstance(entry, list) else [entry])
+        )
+    }
+    assert pages == {
+        "Intro": 2, "Part I": 3, "One": 3, "Two": 5, "Part II": 6, "Three": 6,
+        "Reference": 7, "API": 7,
+    }  # fmt: skip
+
+
+def test_the_table_of_contents_names_each_part_once_before_its_chapters():
+    from tools.build_pdf import front_matter_html
+
+    toc = [
+        ("Intro", 3, None),
+        ("One", 5, "Part I"),
+        ("Two", 9, "Part I"),
+        ("API", 12, "Reference"),
+    ]
+    html = front_matter_html("en", "Book", toc)
+    assert html.count('<li class="part">Part I</li>') == 1
+    assert html.index("Part I") < html.index("One") < html.index("Two")
+    assert html.index("Intro") < html.index("Part I")
+    assert html.count('class="in-part"') == 3

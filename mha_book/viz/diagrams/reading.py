@@ -27,7 +27,7 @@ ROW_IN = 0.42  # the height of one level, inches
 HEAD_IN = 0.45  # the part names above the columns, inches
 
 
-def levels(chapters=book_map.CHAPTERS) -> dict[int, int]:
+def levels(chapters=None) -> dict[int, int]:
     """Each chapter's level: 0 without needs, else one more than its needs' highest.
 
     Example:
@@ -35,6 +35,7 @@ def levels(chapters=book_map.CHAPTERS) -> dict[int, int]:
         >>> lv[1], lv[9], lv[10], lv[17]
         (0, 8, 6, 8)
     """
+    chapters = book_map.CHAPTERS if chapters is None else chapters
     known = {c.number: c for c in chapters}
     level: dict[int, int] = {}
 
