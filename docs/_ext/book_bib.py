@@ -211,7 +211,9 @@ for _lang, _list_style, _cite_style in (
     ("en", BookStyleEn, AuthorYearEn),
     ("zh", BookStyleZh, AuthorYearZh),
 ):
-    pybtex.plugin.register_plugin("pybtex.style.formatting", f"book_{_lang}", _list_style)
+    pybtex.plugin.register_plugin(
+        "pybtex.style.formatting", f"book_{_lang}", _list_style
+    )
     sphinxcontrib.bibtex.plugin.register_plugin(
         "sphinxcontrib.bibtex.style.referencing", f"author_year_{_lang}", _cite_style
     )
