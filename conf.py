@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 import book_cache  # noqa: E402
 import book_math  # noqa: E402
+import book_refs  # noqa: E402
 
 LANG = os.environ.get("MHA_BOOK_LANG")
 if LANG not in ("zh", "en"):
@@ -38,6 +39,9 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
+    "book_api",  # the API page: every public module of mha_book, read from the package
+    "book_refs",  # every Python reference resolves: short names, other projects
     "book_math",  # the math as HTML, rendered by KaTeX during the build
     "sphinx_copybutton",
     "sphinxcontrib.bibtex",
@@ -55,7 +59,13 @@ extensions = [
     "sphinx_last_updated_by_git",
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
-nitpicky = False
+# Every Python reference must resolve: a {py:func} in a page, a type in a
+# docstring. Other kinds of reference (labels, documents, terms) warn anyway.
+nitpicky = True
+nitpick_ignore_regex = [(r"(?!py:).*", r".*")]
+# torch, the standard library, matplotlib...: inventories written from
+# book_refs.EXTERNAL into the build folder, so the build reads no network.
+intersphinx_mapping = book_refs.write_inventories()
 
 # --- MyST and notebook execution -------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
@@ -95,6 +105,9 @@ bibtex_reference_style = f"author_year_{LANG}"  # "Xiao et al." / “Xiao 等”
 # --- autodoc ----------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# A method without a docstring of its own (forward, extra_repr) is not listed,
+# rather than shown with torch.nn.Module's text about re-implementing it.
+autodoc_inherit_docstrings = False
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 

@@ -58,7 +58,13 @@ ScoreMod = Callable[..., torch.Tensor]
 
 
 def causal(b, h, q_idx, kv_idx):
-    """A ``mask_mod``: a query sees itself and the keys before it."""
+    """A ``mask_mod``: a query sees itself and the keys before it.
+
+    Example:
+        >>> from mha_book.attention.masks import causal_mask
+        >>> torch.equal(dense_mask(causal, 3, 3), causal_mask(3, 3))
+        True
+    """
     return q_idx >= kv_idx
 
 
@@ -78,7 +84,13 @@ def sliding_window(window: int) -> MaskMod:
 
 
 def padding(lengths: torch.Tensor) -> MaskMod:
-    """A ``mask_mod``: sequence ``b`` may attend its first ``lengths[b]`` keys."""
+    """A ``mask_mod``: sequence ``b`` may attend its first ``lengths[b]`` keys.
+
+    Example:
+        >>> m = dense_mask(padding(torch.tensor([2, 3])), 1, 3, B=2)
+        >>> m.shape, m[:, 0, 0].int().tolist()
+        (torch.Size([2, 1, 1, 3]), [[1, 1, 0], [1, 1, 1]])
+    """
     lengths = check_tensor(lengths, "lengths")
     check_rank(lengths, "lengths", 1, "(B,)")
 
@@ -108,7 +120,14 @@ def document(doc_ids: torch.Tensor) -> MaskMod:
 
 
 def alibi(num_heads: int) -> ScoreMod:
-    """A ``score_mod``: ALiBi's ``-slope_h · |q_idx - kv_idx|`` added to each score."""
+    """A ``score_mod``: ALiBi's ``-slope_h · |q_idx - kv_idx|`` added to each score.
+
+    Example:
+        >>> score_mod = alibi(2)  # two heads: slopes 2 ** -4 and 2 ** -8
+        >>> i, j = torch.tensor(3), torch.tensor(1)  # two keys apart
+        >>> [score_mod(torch.tensor(0.0), 0, h, i, j).item() * 2**8 for h in (0, 1)]
+        [-32.0, -2.0]
+    """
     slopes = alibi_slopes(num_heads, dtype=torch.float64)  # (H,)
 
     def score_mod(score, b, h, q_idx, kv_idx):
@@ -186,7 +205,12 @@ def dense_mask(
     mask_mod: MaskMod, T: int, S: int, *, B: int = 1, H: int = 1
 ) -> torch.Tensor:
     """``mask_mod`` evaluated on every (query, key): ``(T, S)`` if B = H = 1, else
-    ``(B, H, T, S)``; bool, True = may attend, to compare with the book's masks."""
+    ``(B, H, T, S)``; bool, True = may attend, to compare with the book's masks.
+
+    Example:
+        >>> dense_mask(causal, 2, 3).shape, dense_mask(causal, 2, 3, B=4, H=2).shape
+        (torch.Size([2, 3]), torch.Size([4, 2, 2, 3]))
+    """
     check_callable(mask_mod, "mask_mod")
     T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
     mask = create_mask(mask_mod, B, H, T, S, device="cpu")  # (B, H, T, S)

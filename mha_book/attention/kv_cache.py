@@ -68,7 +68,7 @@ class KVCache:
 
     @property
     def cached_len(self) -> int:
-        """Tokens held (here every one so far: ``seq_len``)."""
+        """Tokens held, here every one so far (``seq_len``)."""
         return 0 if self.keys is None else self.keys.shape[-2]
 
     def step_mask(

@@ -101,7 +101,8 @@ class LatentAttention(nn.Module):
         latent_dim: Latent dim C; the cache must be smaller than MHA's:
             ``C + R < 2 · H · D``.
         rope_dim: Rotated dim R of the queries and of the shared key; even.
-        device, dtype: Of the parameters.
+        device: The device of the parameters.
+        dtype: The dtype of the parameters.
 
     Example:
         >>> mla = LatentAttention(64, 4, head_dim=16, latent_dim=32, rope_dim=8)

@@ -54,7 +54,8 @@ class MultiHeadAttention(nn.Module):
             standard multi-head attention.
         dropout: Dropout probability on the attention weights, in training mode only.
         bias: Whether the four projections have a bias.
-        kdim, vdim: Features of the keys and of the values; default E.
+        kdim: Features of the keys; default E.
+        vdim: Features of the values; default E.
         batch_first: If True inputs are ``(B, T, E)``, else ``(T, B, E)``.
         kernel: A name from :data:`~mha_book.attention.kernels.ATTENTION_KERNELS`;
             None runs ``"explicit"`` if the weights are asked for, else ``"fused"``.
@@ -62,7 +63,8 @@ class MultiHeadAttention(nn.Module):
             ``head_dim = E / H`` to rotate queries and keys at their positions,
             or None. Self-attention only (S = T): RoPE models' cross-attention
             layers rotate nothing.
-        device, dtype: Of the parameters.
+        device: The device of the parameters.
+        dtype: The dtype of the parameters.
 
     Example:
         >>> mha = MultiHeadAttention(512, 8)
@@ -133,7 +135,9 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
-            query, key, value: The queries, keys and values (Shape below).
+            query: The queries (Shape below).
+            key: The keys.
+            value: The values.
             mask: Optional bool mask, True = may attend: ``(T, S)``, shared by
                 every sequence and head, or 4-D, broadcastable to ``(B, H, T, S)``
                 (also when ``batch_first=False``). 3-D masks are refused.
@@ -234,10 +238,11 @@ class MultiHeadAttention(nn.Module):
         Args:
             x: The new tokens (self-attention: queries, keys and values).
             kv_cache: The layer's cache; updated in place.
-            mask, need_weights, key_mask, bias: As in :meth:`forward`, over
-                all ``past + T`` keys: ``mask`` and ``bias`` ``(T, past + T)``
-                or 4-D, ``key_mask`` ``(B, past + T)``; ``mask`` is combined
-                with the causal mask.
+            mask: As in :meth:`forward`, over all ``past + T`` keys:
+                ``(T, past + T)`` or 4-D; combined with the causal mask.
+            need_weights: As in :meth:`forward`.
+            key_mask: As in :meth:`forward`, ``(B, past + T)``.
+            bias: As in :meth:`forward`, ``(T, past + T)`` or 4-D.
 
         Shape:
             - x: ``(B, T, E)``, or ``(T, B, E)`` if ``batch_first=False``

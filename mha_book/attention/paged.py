@@ -35,7 +35,8 @@ class BlockPool:
         block_size: Token slots per block, P.
         num_kv_heads: Key/value heads Hkv.
         head_dim: Head dim D.
-        dtype, device: Of the storage.
+        dtype: The dtype of the storage.
+        device: The device of the storage.
 
     Shape:
         - keys, values: ``(N, Hkv, P, D)`` with ``N = capacity / P``

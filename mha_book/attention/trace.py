@@ -1,7 +1,7 @@
 """The shape of every stage of one multi-head attention forward pass.
 
-Taught in chapter 04-implementation (the shape table) and used in chapter
-07-troubleshooting to locate a shape error.
+Taught in chapter 04-implementation (the shape table); chapter 08 makes a
+shape trace the first step of checking a module.
 
 Legend: B batch, H heads, T query length, S key length, D head dim, E = H·D;
 ``kdim`` / ``vdim`` are the key / value features when they differ from E.

@@ -75,7 +75,7 @@ class RollingKVCache(KVCache):
 
     @property
     def seq_len(self) -> int:
-        """Tokens seen so far: the absolute position of the next one."""
+        """Tokens seen so far, so the absolute position of the next one."""
         return self.seen
 
     @property
@@ -187,7 +187,7 @@ class SinkKVCache(KVCache):
 
     @property
     def capacity(self) -> int:
-        """Keys a query sees once the cache is full: ``sinks + window``."""
+        """Keys a query sees once the cache is full, ``sinks + window``."""
         return self.sinks + self.window
 
     @property

@@ -11,12 +11,12 @@ Legend: B batch, H heads, T query length, S key length (here S = T,
 self-attention without a mask), D head dim, E = H·D.
 
 Four implementations share the same weights (through
-:meth:`MultiHeadAttention.to_torch`):
+:meth:`~mha_book.attention.mha.MultiHeadAttention.to_torch`):
 
-- (a) explicit: ``MultiHeadAttention(..., need_weights=True)``
-- (b) fast: ``MultiHeadAttention(..., need_weights=False)``
-- (c) torch fast: ``nn.MultiheadAttention(..., need_weights=False)``
-- (d) torch weights: ``nn.MultiheadAttention(..., need_weights=True)`` with
+- explicit: ``MultiHeadAttention(..., need_weights=True)``
+- fast: ``MultiHeadAttention(..., need_weights=False)``
+- torch fast: ``nn.MultiheadAttention(..., need_weights=False)``
+- torch weights: ``nn.MultiheadAttention(..., need_weights=True)`` with
   ``average_attn_weights=False``
 
 Each measurement is a :class:`torch.utils.benchmark.Timer` run

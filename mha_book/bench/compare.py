@@ -3,8 +3,7 @@
 :func:`run` times four implementations with the same weights (see the
 package docstring); :func:`kernel_times` times every kernel of
 :data:`mha_book.attention.kernels.ATTENTION_KERNELS` on ``(B, H, T, D)`` inputs;
-:func:`forward_times` times the module at several sizes (chapter
-05-verification).
+:func:`forward_times` times the module at several sizes (chapters 05 and 12).
 """
 
 from __future__ import annotations

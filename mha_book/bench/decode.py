@@ -78,7 +78,7 @@ def decode_speed(
     uses now; ``clock``: see :data:`~mha_book.bench.timing.CLOCKS`.
 
     Returns:
-        One dict per ``num_kv_heads``: ``num_kv_heads``, ``no_cache_s``,
+        One dict per ``num_kv_heads``, with ``num_kv_heads``, ``no_cache_s``,
         ``cache_s``, ``no_cache_tok_s``, ``cache_tok_s`` (new tokens per second),
         ``speedup``, ``max_diff`` (largest difference between the two ways'
         outputs), ``scale`` (largest output magnitude), ``cache_bytes`` (the

@@ -38,7 +38,7 @@ def flex_speed(
     """Time compiled FlexAttention and the fused kernel on a sliding window.
 
     Returns:
-        One row per length: ``T``, ``skipped`` (share of 128 × 128 blocks the
+        One row per length, with ``T``, ``skipped`` (share of 128 × 128 blocks the
         block mask skips), ``flex_s`` and ``fused_s`` (median seconds),
         ``ratio`` and its quartiles ``ratio_q1``, ``ratio_q3`` (flex / fused,
         paired per round), and ``max_diff`` between the two outputs.

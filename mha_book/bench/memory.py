@@ -135,7 +135,8 @@ def measure_peak_memory(
         timeout: Seconds before the subprocess is abandoned.
 
     Returns:
-        One dict per pair: ``kernel``, ``T``, ``extra_bytes``, ``seconds``.
+        One dict per pair, with ``kernel``, ``T``, ``extra_bytes`` and
+        ``seconds``.
 
     Raises:
         RuntimeError: If the subprocess fails (for example, not on Linux).

@@ -62,7 +62,7 @@ def _spread(q1: float, q3: float) -> str:
 def format_table(results, matmul: float) -> str:
     """The results as a plain-text table, targets and PASS/MISS included.
 
-    The ratio columns and verdicts use the paired ratios of :func:`run`
+    The ratio columns and verdicts use the paired ratios of :func:`~mha_book.bench.compare.run`
     (median over repeats, quartiles in brackets) when a row has them.
     """
     keys = ("T", "explicit", "fast", "torch_fast", "torch_weights", "gflops")

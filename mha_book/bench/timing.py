@@ -42,6 +42,7 @@ __all__ = [
     "CLOCKS",
 ]
 
+#: The clocks a timing can read, by name (wall time, or this process's CPU time).
 CLOCKS: dict[str, Callable[[], float]] = {
     "wall": time.perf_counter,
     "cpu": time.process_time,  # user + system time of this process

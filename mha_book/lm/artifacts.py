@@ -5,7 +5,7 @@ Used by :func:`mha_book.lm.training.train` (``cache=True``) in chapter
 same seed, so the first to get there trains and the other loads the result.
 
 A result is stored under a digest of everything that can change it: the
-package code the computation runs (:func:`mha_book._digest.code_digest` of
+package code the computation runs (``mha_book._digest.code_digest`` of
 the modules it names, followed through their imports, read without comments
 and docstrings), the versions of torch and numpy, the number of torch
 threads, and the inputs of the call (tensors and arrays by dtype, shape and

@@ -176,6 +176,12 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     Shape:
         - logits: ``(B, T, V)``
         - targets: ``(B, T)``, each in ``[0, V)``
+
+    Example:
+        >>> logits = torch.zeros(2, 5, 8)  # every token equally likely: log 8 nats
+        >>> loss = lm_loss(logits, torch.randint(0, 8, (2, 5)))
+        >>> loss.shape, bool(torch.isclose(loss, torch.tensor(8.0).log()))
+        (torch.Size([]), True)
     """
     check_tensor(logits, "logits")
     check_rank(logits, "logits", 3, "(B, T, V)")

@@ -58,6 +58,10 @@ def load_play(name: str) -> str:
 
     Raises:
         ValueError: If there is no such play.
+
+    Example:
+        >>> load_play("hamlet").splitlines()[0]
+        'HAMLET, PRINCE OF DENMARK'
     """
     available = [source["name"] for source in play_sources()]
     if name not in available:

@@ -114,7 +114,7 @@ def train_short_test_long(
         lr: Peak learning rate.
         seed: Seeds both the initial weights and the batches of every scheme.
         progress: A progress bar per scheme trained
-            (:func:`~mha_book.lm.training.progress_bar`; None: except in the
+            (``mha_book.lm.training.progress_bar``; None: except in the
             book's build).
 
     Returns:

@@ -17,10 +17,10 @@ __all__ = ["TrainHistory"]
 
 @dataclass
 class TrainHistory:
-    """What :func:`train` measured: the loss of every step and the validation losses.
+    """What :func:`~mha_book.lm.training.train` measured: the loss of every step and the validation losses.
 
     ``seconds`` is the wall-clock time of the whole loop, validation included.
-    ``from_cache`` is True when :func:`train` loaded the run instead of doing
+    ``from_cache`` is True when :func:`~mha_book.lm.training.train` loaded the run instead of doing
     it; ``seconds`` is then the time of the run that was stored.
     """
 

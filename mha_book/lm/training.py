@@ -105,7 +105,7 @@ def train(
         val_ids: Validation corpus; evaluated every ``eval_every`` steps and at the end.
         eval_every: Steps between validation evaluations (None: only at the end).
         eval_windows: Windows of ``val_ids`` per evaluation.
-        progress: Show a live progress bar while training (:func:`progress_bar`).
+        progress: Show a live progress bar while training (``progress_bar``).
             None, the default: everywhere but in the book's build, whose
             pages print :meth:`TrainHistory.summary` once training is over.
         cache: Reuse an identical stored run, see above.
@@ -187,7 +187,7 @@ def progress_bar(steps: int, progress: bool | None):
 
 
 def advance(bar, loss: float) -> None:
-    """One step on ``bar`` (from :func:`progress_bar`), showing the loss."""
+    """One step on ``bar`` (from ``progress_bar``), showing the loss."""
     if bar is not None:
         bar.update(1)
         bar.set_postfix_str(f"{pick('损失', 'loss')} {loss:.3f}", refresh=False)

@@ -192,7 +192,7 @@ class BertEncoder(nn.Module):
         """Contextual token vectors and the attention weights of every layer.
 
         Args:
-            input_ids: Token ids from :func:`tokenize`.
+            input_ids: Token ids from :func:`~mha_book.models.pretrained.tokenize`.
             attention_mask: 1 (or True) at real tokens, 0 at padding; default all ones.
             token_type_ids: Segment ids; default all zeros.
             head_mask: Optional ``(L, H)`` factors, see :meth:`BertLayer.forward`.

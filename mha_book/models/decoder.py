@@ -10,7 +10,7 @@ pre-norm residual connection (as in GPT-2)::
     x = x + self_attn(norm1(x), mask=causal_mask(T))
     x = x + feed_forward(norm2(x))
 
-The position schemes (chapter 14-positions) are :class:`DecoderConfig`'s
+The position schemes, which chapter 14-positions compares, are :class:`DecoderConfig`'s
 ``positions``; with ``"none"`` the causal mask alone tells the model
 something about order.
 
@@ -112,7 +112,8 @@ class CausalDecoder(nn.Module):
 
     Args:
         config: The model's sizes and choices, a :class:`DecoderConfig`.
-        device, dtype: Of the parameters.
+        device: The device of the parameters.
+        dtype: The dtype of the parameters.
 
     Attributes:
         config: The :class:`DecoderConfig` the model was built from; a
@@ -170,7 +171,7 @@ class CausalDecoder(nn.Module):
 
     @property
     def max_len(self) -> int:
-        """The longest sequence the model accepts: ``config.max_len``."""
+        """The longest sequence the model accepts, ``config.max_len``."""
         return self.config.max_len
 
     def forward(

@@ -2,7 +2,7 @@
 mapped to one form, ``YYYY-MM-DD`` (chapter 16-cross-attention).
 
 Every example knows where in its source each field is written
-(:attr:`DateExample.spans`) and so which source characters carry each output
+(``DateExample.spans``) and so which source characters carry each output
 character (:meth:`DateExample.carriers`): the ground truth an alignment is
 measured against. The fields come in different orders (day, month, year in
 ``"2 December 2026"``; year, month, day in ``"2026年12月2日"``), so the
@@ -140,7 +140,13 @@ class DateExample:
 
 
 def render_date(date: datetime.date, fmt: str) -> DateExample:
-    """``date`` written in format ``fmt`` (one of :data:`FORMATS`)."""
+    """``date`` written in format ``fmt`` (one of :data:`FORMATS`).
+
+    Example:
+        >>> ex = render_date(datetime.date(2026, 12, 2), "en_long")
+        >>> ex.source, ex.target, ex.spans["M"]
+        ('Wednesday, 2 December 2026', '2026-12-02', (13, 21))
+    """
     if not isinstance(date, datetime.date) or isinstance(date, datetime.datetime):
         raise TypeError(f"date must be a datetime.date, got {type(date).__name__}")
     if not FIRST <= date <= LAST:
@@ -158,7 +164,13 @@ def date_split(
 ) -> tuple[list[datetime.date], list[datetime.date]]:
     """Every date from 1950 to 2049, shuffled and split: the first
     ``n // test_every`` of the n dates are held out for testing, in every
-    format. Returns ``(train, test)``."""
+    format. Returns ``(train, test)``.
+
+    Example:
+        >>> train, test = date_split()
+        >>> len(train), len(test), set(train) & set(test)
+        (32873, 3652, set())
+    """
     if check_positive_int(test_every, "test_every") < 2:
         raise ValueError(
             f"test_every must be at least 2 (1 leaves nothing to train on), got {test_every}"
@@ -173,7 +185,13 @@ def date_split(
 
 def date_vocabulary() -> list[str]:
     """``"<pad>"``, ``"<s>"`` (start of target), then every character of the
-    sources and targets, sorted: the same list on every run."""
+    sources and targets, sorted: the same list on every run.
+
+    Example:
+        >>> vocab = date_vocabulary()
+        >>> len(vocab), vocab[:3]
+        (62, ['<pad>', '<s>', ' '])
+    """
     year = [datetime.date(2000, 1, 1) + datetime.timedelta(i) for i in range(366)]
     chars = set("0123456789-") | set(ZH_DIGITS)  # every digit of every year
     for d in year:

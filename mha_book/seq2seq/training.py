@@ -52,6 +52,13 @@ def date_batch(
     Returns ``(src, tgt_in, tgt_out)``: ``(B, S)`` source ids, and the target
     ``(B, T)`` twice, shifted: ``<s>`` + its first T - 1 characters as the
     decoder's input, all T characters as what it must predict.
+
+    Example:
+        >>> from mha_book.seq2seq.dates import date_split, date_vocabulary
+        >>> src, tgt_in, tgt_out = date_batch(
+        ...     date_split()[0], random.Random(0), 4, date_vocabulary())
+        >>> src.shape[0], tgt_in.shape, tgt_out.shape
+        (4, torch.Size([4, 10]), torch.Size([4, 10]))
     """
     check_positive_int(batch_size, "batch_size")
     examples = [
@@ -107,7 +114,7 @@ def train_translator(
     Returns ``(trained, loaded)``. With ``wait=False``, a run another process
     is making raises :class:`~mha_book.lm.artifacts.ArtifactBusy` at once (the
     book's two editions share their runs out that way). ``progress``: a
-    progress bar while it trains (:func:`mha_book.lm.training.progress_bar`;
+    progress bar while it trains (``mha_book.lm.training.progress_bar``;
     None: except in the book's build).
     """
     check_positive_int(steps, "steps")

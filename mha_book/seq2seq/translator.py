@@ -34,7 +34,13 @@ from mha_book.attention.scaled_dot_product import scaled_dot_product_attention
 from mha_book.models.blocks import residual
 from mha_book.models.layers import DecoderLayer, EncoderLayer
 
-__all__ = ["TranslatorConfig", "Translator", "encode_texts", "decode_ids"]
+__all__ = [
+    "TranslatorConfig",
+    "Translator",
+    "encode_texts",
+    "decode_ids",
+    "project_memory",
+]
 
 PAD, START = 0, 1  # ids of "<pad>" and "<s>" in a vocabulary (date_vocabulary)
 
@@ -88,7 +94,13 @@ def encode_texts(texts: Sequence[str], vocab: Sequence[str]) -> torch.Tensor:
 def decode_ids(ids: torch.Tensor, vocab: Sequence[str]) -> list[str]:
     """The strings of ``(B, T)`` ids, one character per id: ``<pad>`` and
     ``<s>`` (which a model may still write) show as "·", so position t of
-    the string is position t of the output."""
+    the string is position t of the output.
+
+    Example:
+        >>> vocab = ["<pad>", "<s>", "-", "0", "1", "2"]
+        >>> decode_ids(torch.tensor([[1, 5, 3, 2, 0]]), vocab)
+        ['·20-·']
+    """
     rows: list[list[int]] = ids.tolist()
     return ["".join(vocab[i] if i > START else "·" for i in row) for row in rows]
 

@@ -36,6 +36,7 @@ from mha_book._checks import check_positive_int
 
 __all__ = ["RESERVATIONS", "ServingRun", "simulate_serving", "sample_requests"]
 
+#: How a simulated server reserves cache memory for a request (see :func:`simulate_serving`).
 RESERVATIONS = ("max", "pow2", "oracle", "paged")
 
 

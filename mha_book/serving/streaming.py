@@ -41,6 +41,7 @@ from mha_book.models.decoder import CausalDecoder
 
 __all__ = ["POLICIES", "decoder_step", "stream_losses", "stream_policies"]
 
+#: What a streamed decoder keeps of the past (see :func:`stream_losses`).
 POLICIES = ("dense", "window", "sinks", "recompute")
 
 

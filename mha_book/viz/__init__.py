@@ -8,9 +8,10 @@ matplotlib is imported only when a figure is drawn.
 - :mod:`~mha_book.viz.plot`: fonts, sizes and legibility of every figure;
   :mod:`~mha_book.viz.layout`: its rows and columns of panels, which its alt
   text must match.
-- :mod:`~mha_book.viz.heatmap`: attention weights as heatmaps (chapter 05).
+- :mod:`~mha_book.viz.heatmap`: attention weights as heatmaps (chapters 02, 03,
+  05, 07, 10 and 11).
 - :mod:`~mha_book.viz.explorer`: the interactive attention explorer and its
-  script and style in ``static/`` (chapters 11 and 15).
+  script and style in ``static/`` (chapters 11, 15 and 16).
 - :mod:`~mha_book.viz.diagrams`: explanatory diagrams drawn from the objects
   they show.
 """

@@ -1,4 +1,4 @@
-"""An interactive attention explorer, like bertviz's head view (chapter 11).
+"""An interactive attention explorer like bertviz's head view (chapters 11, 15, 16).
 
 :func:`explore` turns the attention weights of one sentence into a small
 widget: the tokens in two columns (queries left, keys right) joined by one
@@ -9,11 +9,11 @@ weights next to the keys.
 
 The widget is the book's own JavaScript and CSS, ``mha_book/viz/static/explorer.js``
 and ``explorer.css``: no CDN, no framework, so it works offline. The HTML that
-:meth:`AttentionExplorer._repr_html_` returns inlines both files, so a Jupyter
+:class:`AttentionExplorer` returns (``_repr_html_``) inlines both files, so a Jupyter
 notebook needs nothing else; the book's build also copies them into
 ``_static`` and loads them on the pages that show an explorer, and the inline
 script then only mounts the widget (it defines it only once per page). The
-weights, rounded to three decimals, are :attr:`AttentionExplorer.payload`;
+weights, rounded to three decimals, are the explorer's ``payload``;
 they travel as JSON inside the HTML as whole thousandths (``"scale": 1000``:
 ``123`` for 0.123), about half the raw bytes of the decimals (gzip makes the
 two forms nearly the same size).

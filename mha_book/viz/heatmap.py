@@ -1,4 +1,4 @@
-"""Attention weights as heatmaps (taught in chapter 05-verification).
+"""Attention weights as heatmaps (chapters 02, 03, 05, 07, 10 and 11).
 
 Rows are queries, columns are keys. The figure comes from
 :func:`mha_book.viz.plot.new_figure`, so Chinese tokens have their font and the

@@ -20,7 +20,7 @@ __all__ = ["DIRECTIONS", "LAYOUT_KEY", "figure_layout", "record_layout"]
 # figure_layout returns it); tests/unit/test_alt_text.py checks each figure's alt
 # text against it.
 LAYOUT_KEY = "mha_book:layout"
-#: The directions of flow a diagram may record; None: no flow, only panels.
+#: The directions of flow a diagram may record (None for panels without a flow).
 DIRECTIONS = ("top-to-bottom", "left-to-right", None)
 _LAYOUT_ATTR = "_mha_book_layout"  # where record_layout keeps it on the figure
 

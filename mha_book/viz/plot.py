@@ -82,14 +82,14 @@ TEXT_SIZE_KEYS = (
 )
 
 FIGURE_DPI = 110  # CSS px per inch: the size a figure is shown at on a wide screen
-# Image pixels per CSS pixel. A phone's screen has 3 device pixels per CSS
-# pixel: a figure drawn at 110 dpi would be upscaled, soft, on every phone.
-# figure_png draws at 3 x 110 dpi and records the density in the PNG; the
-# build shows the image at its width / density CSS px (docs/_ext/book_pages.py).
+#: Image pixels per CSS pixel. A phone's screen has 3 device pixels per CSS
+#: pixel: a figure drawn at 110 dpi would be upscaled, soft, on every phone.
+#: figure_png draws at 3 x 110 dpi and records the density in the PNG; the
+#: build shows the image at its width / density CSS px (docs/_ext/book_pages.py).
 PIXEL_DENSITY = 3
 DENSITY_KEY = "mha_book:density"
-# The widest a figure may be drawn (inches) for its TEXT_PT text to stay
-# legible in the 342 px column of a 390 px phone.
+#: The widest a figure may be drawn (inches) for its TEXT_PT text to stay
+#: legible in the 342 px column of a 390 px phone.
 PHONE_WIDTH_IN = 5.0
 # PNG text key under which figure_png records the smallest text of a figure,
 # in image pixels (so at 3 per CSS px); the browser tests check it against the

@@ -38,10 +38,10 @@ def with_text_chunks(png: bytes, text: dict[str, str]) -> bytes:
     return png[:header_end] + chunks + png[header_end:]
 
 
-# pngquant's quality range: below 85 it keeps the full-colour image. At 85-98
-# a figure's palette copy differs from it by less than the eye can see (PSNR
-# 53 dB on a test figure of a heatmap, a line plot and Chinese labels) and
-# was about a third its size there.
+#: pngquant's quality range. Below 85 it keeps the full-colour image; at 85-98
+#: a figure's palette copy differs from it by less than the eye can see (PSNR
+#: 53 dB on a test figure of a heatmap, a line plot and Chinese labels) and
+#: was about a third its size there.
 PALETTE_QUALITY = "85-98"
 
 

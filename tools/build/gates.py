@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..check_api import api_problems
+from ..check_frame import frame_problems
 from ..check_pages import page_problems
 from ..check_parity import parity_problems
+from ..check_pointers import pointer_problems
 from ..check_prose import prose_problems
 from .common import BuildFailed
 
@@ -28,6 +31,23 @@ GATES: list[tuple[str, Callable[[Path], list[str]], str]] = [
         page_problems,
         "glue calls belong in removed cells and every list of chapters must link "
         "the chapters it names (tools/check_pages.py)",
+    ),
+    (
+        "frame",
+        frame_problems,
+        "every chapter from 10 on has an introduction, a Summary and Exercises, "
+        "in both editions (tools/check_frame.py)",
+    ),
+    (
+        "api",
+        api_problems,
+        "the API page documents every public module of mha_book (tools/check_api.py)",
+    ),
+    (
+        "pointers",
+        pointer_problems,
+        "the chapters a module's docstring points to must be the chapters whose "
+        "code uses it (tools/check_pointers.py)",
     ),
 ]
 

@@ -175,7 +175,7 @@ def kv_cache_growth(module, x: torch.Tensor) -> tuple[Figure, dict[str, object]]
         x: The tokens, ``(B, T, E)`` (batch first).
 
     Returns:
-        The figure and a dict: ``"shapes"``, the T recorded key shapes
+        The figure and a dict of facts, with ``"shapes"``, the T recorded key shapes
         ``(B, Hkv, t + 1, D)``, and ``"layout"``, one chart
         (:func:`~mha_book.viz.layout.figure_layout`).
 

@@ -46,7 +46,7 @@ def mask_broadcast(
         - facts["mask"]: ``(B, 1, T, S)`` bool, True = may attend
 
     Returns:
-        The figure and a dict: ``"shapes"``, the shapes of ``"padding"``,
+        The figure and a dict of facts, with ``"shapes"``, the shapes of ``"padding"``,
         ``"causal"``, ``"combined"`` and ``"scores"`` (the
         :func:`torch.broadcast_shapes` of the three masks and ``(B, H, T, S)``),
         ``"mask"``, the combined mask, and ``"layout"``, one row of three

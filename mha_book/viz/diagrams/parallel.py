@@ -107,7 +107,7 @@ def parallel_heads(
         - facts["output"]: ``(B, T, E)``, the module's output
 
     Returns:
-        The figure and a dict: ``"num_heads"``, ``"head_dim"``, ``"columns"``
+        The figure and a dict of facts, with ``"num_heads"``, ``"head_dim"``, ``"columns"``
         (:func:`head_columns`, for q, k, v alike), ``"heads"``, ``"concat"``,
         ``"output"``, ``"shapes"`` and ``"layout"``
         (:func:`~mha_book.viz.layout.figure_layout`).

@@ -52,7 +52,7 @@ def rotary_rotation(
         - facts["layout"]: one row of ``len(pairs)`` panels
 
     Returns:
-        The figure and a dict: ``"angles"`` measured from the rotated vectors,
+        The figure and a dict of facts, with ``"angles"`` measured from the rotated vectors,
         ``"theta"`` from :func:`~mha_book.attention.rope.rotary_frequencies`,
         ``"norms"``, the length of every drawn arrow, ``"labelled"`` and
         ``"layout"`` (:func:`~mha_book.viz.layout.figure_layout`).

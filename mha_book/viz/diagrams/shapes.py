@@ -70,7 +70,7 @@ def mha_data_flow(
         <mha_book.attention.mha.MultiHeadAttention.forward>`.
 
     Returns:
-        The figure and a dict: ``"shapes"``, ``{stage: shape}`` for every
+        The figure and a dict of facts, with ``"shapes"``, ``{stage: shape}`` for every
         stage drawn, in order; ``"layout"``, its
         :func:`~mha_book.viz.layout.figure_layout` (a box per row, top to bottom).
 
@@ -161,7 +161,7 @@ def head_split_layout(
         - x: ``(1, T, E)``, contiguous, with ``T·E <= 16``
 
     Returns:
-        The figure and a dict: for each panel (``"x"``, ``"view"``,
+        The figure and a dict of facts, with for each panel (``"x"``, ``"view"``,
         ``"split"``, ``"merged"``, ``"no_transpose"``) a dict of ``"shape"``,
         ``"stride"`` and ``"offsets"``; ``"view_error"``, what
         ``.view(B, T, E)`` on the split tensor raised (None if nothing); and
