@@ -105,6 +105,10 @@ bibtex_reference_style = f"author_year_{LANG}"  # "Xiao et al." / “Xiao 等”
 # --- autodoc ----------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# Types go beside the parameters and return value a docstring describes; with
+# "all", a docstring whose sections are split by "Shape:" got a second,
+# description-less copy of every parameter and of the return type.
+autodoc_typehints_description_target = "documented"
 # A method without a docstring of its own (forward, extra_repr) is not listed,
 # rather than shown with torch.nn.Module's text about re-implementing it.
 autodoc_inherit_docstrings = False

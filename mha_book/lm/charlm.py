@@ -243,6 +243,14 @@ def evaluate(
 
     Returns:
         The loss in nats per token, averaged over every predicted token.
+
+    Example:
+        >>> from mha_book.models.decoder import CausalDecoder, DecoderConfig
+        >>> model = CausalDecoder(DecoderConfig(
+        ...     vocab_size=10, embed_dim=16, num_heads=2, num_layers=1, max_len=8))
+        >>> loss = evaluate(model, torch.randint(0, 10, (100,)), 8, max_windows=4)
+        >>> type(loss).__name__, model.training  # a float; the mode is restored
+        ('float', True)
     """
     check_token_ids(ids, "ids", 1, "(N,)")
     block_size = check_positive_int(block_size, "block_size")

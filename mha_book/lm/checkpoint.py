@@ -58,6 +58,20 @@ def save_checkpoint(
     The file is written under a temporary name in the same folder and then
     renamed into place, so a crash while saving never destroys the previous
     checkpoint. A digest of the contents is stored with them.
+
+    Example:
+        >>> import tempfile
+        >>> from mha_book.lm.charlm import CharTokenizer
+        >>> from mha_book.models.decoder import CausalDecoder, DecoderConfig
+        >>> tok = CharTokenizer.from_text("to be or not")
+        >>> model = CausalDecoder(DecoderConfig(
+        ...     vocab_size=tok.vocab_size, embed_dim=16, num_heads=2, num_layers=1,
+        ...     max_len=8))
+        >>> path = save_checkpoint(Path(tempfile.mkdtemp()) / "m.pt", model, tok)
+        >>> again, tok2 = load_checkpoint(path)
+        >>> idx = tok.encode("to be")[None]  # (1, 5)
+        >>> torch.equal(model.eval()(idx)[0], again(idx)[0]), tok2.chars == tok.chars
+        (True, True)
     """
     path = Path(path)
     config, state, chars = asdict(model.config), model.state_dict(), tokenizer.chars

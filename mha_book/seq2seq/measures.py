@@ -26,7 +26,15 @@ __all__ = [
 
 
 def translate(model: Translator, sources: Sequence[str], vocab: list[str]) -> list[str]:
-    """The model's greedy translation of each source (cached decoding)."""
+    """The model's greedy translation of each source (cached decoding).
+
+    Example:
+        >>> from mha_book.seq2seq.translator import Translator, TranslatorConfig
+        >>> vocab = ["<pad>", "<s>", *"0123456789-/"]
+        >>> model = Translator(TranslatorConfig(vocab_size=len(vocab), embed_dim=16))
+        >>> [len(out) for out in translate(model.eval(), ["2/12/2026", "1950"], vocab)]
+        [10, 10]
+    """
     src = encode_texts(sources, vocab)  # (B, S)
     return decode_ids(model.greedy(src, len(TARGET_FIELDS), cached=True), vocab)
 
@@ -34,7 +42,18 @@ def translate(model: Translator, sources: Sequence[str], vocab: list[str]) -> li
 def exact_matches(
     model: Translator, examples: Sequence[DateExample], vocab: list[str]
 ) -> list[bool]:
-    """For each example, whether the whole translation is right."""
+    """For each example, whether the whole translation is right.
+
+    Example:
+        >>> import datetime
+        >>> from mha_book.seq2seq.dates import render_date
+        >>> from mha_book.seq2seq.translator import Translator, TranslatorConfig
+        >>> vocab = ["<pad>", "<s>", *"0123456789-/ dmy"]
+        >>> model = Translator(TranslatorConfig(vocab_size=len(vocab), embed_dim=16))
+        >>> examples = [render_date(datetime.date(2026, 12, 2), "num_dmy")] * 2
+        >>> len(exact_matches(model.eval(), examples, vocab))  # untrained: wrong
+        2
+    """
     outputs = translate(model, [ex.source for ex in examples], vocab)
     return [out == ex.target for out, ex in zip(outputs, examples)]
 
