@@ -56,7 +56,8 @@ os.environ["MHA_BOOK_LANG"] = "{lang}"
 
 def for_download(notebook, language: str):
     """The page's notebook as a reader downloads it: a first cell that installs
-    ``mha_book`` and sets the edition's language, and both in the metadata.
+    ``mha_book`` and sets the edition's language, both in the metadata, and
+    the lists of chapters (``book-map``) written out in its Markdown.
 
     >>> import nbformat
     >>> nb = for_download(nbformat.v4.new_notebook(), "zh_CN")
@@ -70,6 +71,10 @@ def for_download(notebook, language: str):
     from mha_book import __version__
 
     lang = "zh" if language.startswith("zh") else "en"
+    from book_toc import expand  # the lists of chapters, written out
+
+    for markdown in (c for c in notebook.cells if c.cell_type == "markdown"):
+        markdown.source = expand(markdown.source, lang)
     source = SETUP_CELL.format(version=__version__, lang=lang)
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["mha-book-setup"]})
     notebook.cells.insert(0, cell)

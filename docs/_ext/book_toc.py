@@ -21,6 +21,8 @@ No list of chapters is typed into a page: a new chapter is one entry of
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
@@ -142,6 +144,47 @@ def path_markdown(lang: str, after: int) -> list[str]:
     return lines + [""]
 
 
+def kind_markdown(kind: str, lang: str, after: int = 0) -> list[str]:
+    """What ``book-map`` KIND writes, as MyST lines."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    return {
+        "contents": lambda: contents_markdown(lang),
+        "parts": lambda: parts_markdown(lang),
+        "next": lambda: next_markdown(lang, after),
+        "path": lambda: path_markdown(lang, after),
+    }[kind]()
+
+
+DIRECTIVE = re.compile(
+    r"^(`{3,})\{book-map\}\s+(\w+)\s*\n((?::[\w-]+:.*\n)*)\1[ \t]*$", re.M
+)
+
+
+def expand(text: str, lang: str) -> str:
+    """``text`` (a Markdown cell) with each ``book-map`` directive written out,
+    for a downloaded notebook, which has no Sphinx to run it; the contents'
+    toctrees are left out.
+
+    >>> print(expand("Next:\\n\\n```{book-map} path\\n:after: 15\\n```\\n", "en"))
+    Next:
+    <BLANKLINE>
+    1. [16 Cross-Attention Learns to Align](16-cross-attention.md), after chapters 10 and 13.
+    2. [17 Attention at Inference Scale](17-inference.md), after chapters 13, 14 and 15.
+    <BLANKLINE>
+    """
+
+    def written(m: re.Match) -> str:
+        kind = m.group(2)
+        if kind == "contents":
+            return ""
+        after = re.search(r":after:\s*(\d+)", m.group(3))
+        lines = kind_markdown(kind, lang, int(after.group(1)) if after else 0)
+        return "\n".join(lines).rstrip("\n")
+
+    return DIRECTIVE.sub(written, text)
+
+
 class BookMap(SphinxDirective):
     """``book-map`` KIND (contents, parts, next or path), with ``:after: NN``."""
 
@@ -153,13 +196,7 @@ class BookMap(SphinxDirective):
         if kind not in KINDS:
             raise self.error(f"book-map: the kind must be one of {KINDS}, got {kind!r}")
         lang = _lang(self.config.language)
-        after = self.options.get("after", 0)
-        lines = {
-            "contents": lambda: contents_markdown(lang),
-            "parts": lambda: parts_markdown(lang),
-            "next": lambda: next_markdown(lang, after),
-            "path": lambda: path_markdown(lang, after),
-        }[kind]()
+        lines = kind_markdown(kind, lang, self.options.get("after", 0))
         # The page depends on the map: a change to it reads the page again.
         self.env.note_dependency(book_map.__file__)
         container = nodes.container(classes=["book-map", f"book-map-{kind}"])
