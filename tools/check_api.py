@@ -108,6 +108,8 @@ def api_problems(docs: Path, root: Path = PACKAGE_DIR) -> list[str]:
     """
     problems = []
     modules = set(public_modules(root))
+    if not any((docs / lang / "api.md").exists() for lang in LANGS):
+        return []  # a book without an API page (a scratch book in the tests)
     for lang in LANGS:
         page = docs / lang / "api.md"
         if not page.exists():

@@ -23,7 +23,16 @@ def copy_docs(tmp_path: Path, edit=lambda text: text) -> Path:
 
 
 def test_the_book_passes():
+    assert (DOCS / "en" / "api.md").exists() and (DOCS / "zh" / "api.md").exists()
     assert api_problems(DOCS) == []
+
+
+def test_a_book_without_an_api_page_has_nothing_to_check(tmp_path):
+    for lang in ("zh", "en"):
+        (tmp_path / lang).mkdir()
+    assert api_problems(tmp_path) == []
+    (tmp_path / "en" / "api.md").write_text("# API\n")
+    assert "zh/api.md: missing" in api_problems(tmp_path)
 
 
 def test_the_modules_come_from_the_package():
