@@ -82,13 +82,22 @@ def pointers(module: str, doc: str) -> list[tuple[str, str, bool]]:
     return out
 
 
+def _code_cells(path: Path) -> list[str]:
+    """The code cells of a MyST notebook page, read as the build reads them
+    (``docs/_ext/book_cache.py``)."""
+    from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
+
+    text = path.read_text(encoding="utf-8")
+    if not is_myst_markdown_notebook(text):
+        return []
+    cells = read_myst_markdown_notebook(text).cells
+    return [c.source for c in cells if c.cell_type == "code"]
+
+
 def _page_modules(docs: Path) -> tuple[dict[int, set[str]], set[int]]:
     """Chapter -> the package modules its code cells import (both editions:
     their code cells are the same); and the chapters that print modules'
     docstrings."""
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from book_cache import notebook_cells
-
     from mha_book._cell_imports import cell_imports
     from mha_book._digest import module_files, resolve
 
@@ -99,7 +108,7 @@ def _page_modules(docs: Path) -> tuple[dict[int, set[str]], set[int]]:
             m = CHAPTER_PAGE.match(path.name)
             if not m:
                 continue
-            names, reads_docstrings = cell_imports(notebook_cells(path) or [])
+            names, reads_docstrings = cell_imports(_code_cells(path))
             found = resolve(names) if names is not None else set(module_files())
             number = int(m.group(1))
             uses.setdefault(number, set()).update(found)

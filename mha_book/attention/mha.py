@@ -1,9 +1,8 @@
 """Multi-head attention as an ``nn.Module``: the weights around the kernel.
 
-Taught in chapter 04 and checked against :class:`torch.nn.MultiheadAttention`
-in chapter 05 (:mod:`mha_book.attention.convert`); chapter 13 adds
-``num_kv_heads`` (grouped- and multi-query attention) and
-:meth:`~MultiHeadAttention.forward_step` (a KV cache), chapter 14 ``rope``.
+Taught in chapter 04, checked against :class:`torch.nn.MultiheadAttention` in
+chapter 05 (:mod:`mha_book.attention.convert`); chapter 13 adds ``num_kv_heads``
+(GQA, MQA) and :meth:`~MultiHeadAttention.forward_step` (a KV cache), 14 ``rope``.
 
 Legend: B batch, H heads, Hkv key/value heads (``num_kv_heads``, H by default),
 T query length, S key length, D head dim, E = H·D (``embed_dim``); keys and
@@ -50,8 +49,7 @@ class MultiHeadAttention(nn.Module):
     Args:
         embed_dim: Model dimension E.
         num_heads: Number of (query) heads H; must divide E.
-        num_kv_heads: Number of key/value heads Hkv; must divide H. None or H:
-            standard multi-head attention.
+        num_kv_heads: Key/value heads Hkv; must divide H. None or H: standard MHA.
         dropout: Dropout probability on the attention weights, in training mode only.
         bias: Whether the four projections have a bias.
         kdim: Features of the keys; default E.
@@ -238,8 +236,7 @@ class MultiHeadAttention(nn.Module):
         Args:
             x: The new tokens (self-attention: queries, keys and values).
             kv_cache: The layer's cache; updated in place.
-            mask: As in :meth:`forward`, over all ``past + T`` keys:
-                ``(T, past + T)`` or 4-D; combined with the causal mask.
+            mask: As in :meth:`forward` (``(T, past + T)`` or 4-D), and causal.
             need_weights: As in :meth:`forward`.
             key_mask: As in :meth:`forward`, ``(B, past + T)``.
             bias: As in :meth:`forward`, ``(T, past + T)`` or 4-D.
