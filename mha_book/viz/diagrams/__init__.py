@@ -36,8 +36,9 @@ per idea; the chapter that teaches the idea draws it:
   :func:`alibi_heads`, ALiBi's bias of every head as a heatmap.
 - :mod:`~mha_book.viz.diagrams.inference` (chapter 17): :func:`ring_buffer`,
   a rolling cache's slots; :func:`sink_window`, what a sink cache keeps;
-  :func:`block_table`, sequences' blocks in a shared pool;
-  :func:`latent_data_flow`, multi-head latent attention's shapes.
+  :func:`block_table`, sequences' blocks in a shared pool.
+- :mod:`~mha_book.viz.diagrams.latent` (chapter 17): :func:`latent_data_flow`,
+  multi-head latent attention's data flow and what its absorbed form skips.
 - :mod:`~mha_book.viz.diagrams.reading` (the index): :func:`reading_path`,
   which chapter needs which, from the book's map (:mod:`mha_book.book_map`).
 - :mod:`~mha_book.viz.diagrams.registry` (chapter 09): :func:`kernel_choice`,
@@ -56,7 +57,7 @@ _EXPORTS = {
     "kv_head_sharing": "decoding",
     "torch_is_causal_mask": "decoding",
     "block_table": "inference",
-    "latent_data_flow": "inference",
+    "latent_data_flow": "latent",
     "ring_buffer": "inference",
     "sink_window": "inference",
     "mask_broadcast": "masks",
@@ -81,12 +82,8 @@ if TYPE_CHECKING:
         kv_head_sharing,
         torch_is_causal_mask,
     )
-    from mha_book.viz.diagrams.inference import (
-        block_table,
-        latent_data_flow,
-        ring_buffer,
-        sink_window,
-    )
+    from mha_book.viz.diagrams.inference import block_table, ring_buffer, sink_window
+    from mha_book.viz.diagrams.latent import latent_data_flow
     from mha_book.viz.diagrams.masks import mask_broadcast
     from mha_book.viz.diagrams.parallel import head_columns, parallel_heads
     from mha_book.viz.diagrams.patterns import attention_patterns

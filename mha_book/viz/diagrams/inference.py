@@ -1,11 +1,11 @@
-"""Diagrams of attention at inference scale, each drawn from the object it shows.
+"""Diagrams of a KV cache at inference scale, each drawn from the object it shows.
 
-Chapter 17-inference draws all four: :func:`ring_buffer` (a
+Chapter 17-inference draws :func:`ring_buffer` (a
 :class:`~mha_book.attention.window_caches.RollingKVCache` filling its slots),
 :func:`sink_window` (what a :class:`~mha_book.attention.window_caches.SinkKVCache`
-keeps), :func:`block_table` (sequences' logical blocks in a shared
-:class:`~mha_book.attention.paged.BlockPool`) and :func:`latent_data_flow`
-(multi-head latent attention's shapes, what its cache holds).
+keeps) and :func:`block_table` (sequences' logical blocks in a shared
+:class:`~mha_book.attention.paged.BlockPool`); its fourth diagram,
+:func:`~mha_book.viz.diagrams.latent.latent_data_flow`, has a module of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from mha_book._checks import check_positive_int
-from mha_book.attention.latent import LatentAttention, LatentCache
 from mha_book.attention.paged import PagedKVCache
 from mha_book.attention.window_caches import RollingKVCache, SinkKVCache
 from mha_book.book import pick
@@ -25,7 +24,7 @@ from mha_book.viz.plot import new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["ring_buffer", "sink_window", "block_table", "latent_data_flow"]
+__all__ = ["ring_buffer", "sink_window", "block_table"]
 
 NEW, KEPT, SINK, GONE = "C1", "C0", "C2", "0.85"  # newest, cached, sink, evicted
 
@@ -181,77 +180,3 @@ def block_table(sequences: list[PagedKVCache]) -> tuple[Figure, dict[str, object
                       "block tables: logical -> physical block (used/size)"))  # fmt: skip
     layout = record_layout(fig, rows=1, columns=2, direction="left-to-right")
     return fig, {"tables": tables, "filled": filled, "layout": layout}
-
-
-SYMBOLS = {
-    "x": "(B, T, E)",
-    "latent": "(B, T, C)",
-    "rope_key": "(B, T, R)",
-    "k": "(B, S, H·D)",
-    "v": "(B, S, H·D)",
-    "q": "(B, T, H·(D + R))",
-    "output": "(B, T, E)",
-}
-
-
-def latent_data_flow(
-    module: LatentAttention, x: torch.Tensor
-) -> tuple[Figure, dict[str, object]]:
-    """MLA's steps, top to bottom, with the shapes one cached call records.
-
-    Example:
-        >>> mla = LatentAttention(64, 4, head_dim=16, latent_dim=24, rope_dim=8)
-        >>> fig, facts = latent_data_flow(mla, torch.randn(2, 5, 64))
-        >>> facts["shapes"]["latent"], facts["shapes"]["rope_key"], facts["shapes"]["k"]
-        ((2, 5, 24), (2, 5, 8), (2, 5, 64))
-    """
-    if not isinstance(module, LatentAttention):
-        raise TypeError(
-            f"module must be a LatentAttention, got {type(module).__name__}"
-        )
-    seen: dict[str, tuple[int, ...]] = {}
-    layers = {"q": module.q_proj, "latent": module.kv_down, "rope_key": module.k_rope,
-              "k": module.k_up, "v": module.v_up, "output": module.out_proj}  # fmt: skip
-
-    def recorder(name):
-        def hook(_module, _inputs, out) -> None:  # returns None: output unchanged
-            seen.setdefault(name, tuple(out.shape))
-
-        return hook
-
-    hooks = [layer.register_forward_hook(recorder(n)) for n, layer in layers.items()]
-    cache = LatentCache()
-    try:
-        with torch.no_grad():
-            module(x, cache)  # the plain form: every projection runs once
-    finally:
-        for h in hooks:
-            h.remove()
-    shapes = {"x": tuple(x.shape), **seen}
-    steps = [
-        ("x", pick("输入 x", "input x"), False),
-        ("latent", pick("压缩：c = kv_down(x)  [缓存]", "compress: c = kv_down(x)  [cached]"), True),
-        ("rope_key", pick("位置键：RoPE(k_rope(x))  [缓存]", "position key: RoPE(k_rope(x))  [cached]"), True),
-        ("k", pick("每头的键：k_up(c)", "keys per head: k_up(c)"), False),
-        ("v", pick("每头的值：v_up(c)", "values per head: v_up(c)"), False),
-        ("q", pick("查询：q_proj(x)，D + R 每头", "queries: q_proj(x), D + R per head"), False),
-        ("output", pick("注意力，然后 out_proj", "attention, then out_proj"), False),
-    ]  # fmt: skip
-    fig = new_figure(figsize=(4.6, 0.4 + 0.5 * len(steps)))
-    ax = fig.subplots()
-    ax.set_ylim(0, len(steps))
-    ax.set_xlim(0, 1)
-    ax.set_axis_off()
-    for i, (name, text, cached) in enumerate(steps):
-        y = len(steps) - 0.5 - i
-        box = {"boxstyle": "round", "fc": "#fde3c8" if cached else "#dbe8f5",
-               "ec": NEW if cached else KEPT}  # fmt: skip
-        shape = f"{SYMBOLS[name]} = {shapes[name]}"
-        ax.text(0.0, y, f"{text}\n{shape}", va="center", bbox=box, linespacing=1.2)
-    assert cache.latents is not None and cache.rope_keys is not None  # filled above
-    layout = record_layout(fig, rows=len(steps), columns=1, direction="top-to-bottom")
-    return fig, {
-        "shapes": shapes,
-        "cache": (tuple(cache.latents.shape), tuple(cache.rope_keys.shape)),
-        "layout": layout,
-    }  # type: ignore[union-attr]
