@@ -93,11 +93,11 @@ PARTS: tuple[Part, ...] = (
             "第一部分：从公式到经过验证的模块",
             "Part I: From the Formula to a Checked Module",
         ),
-        ("原文九章", "The article"),
+        ("第一部分", "Part I"),
         (
             "读完这一部分，你能照着公式写出多头注意力，让它与 PyTorch 的模块逐个数值地一致，"
             "并能从症状找出写错的掩码或形状。",
-            "After it you can write multi-head attention from its formula, match "
+            "After this part you can write multi-head attention from its formula, match "
             "PyTorch's module number for number, and trace a wrong mask or shape "
             "from its symptom.",
         ),
@@ -105,11 +105,11 @@ PARTS: tuple[Part, ...] = (
     Part(
         "learning",
         ("第二部分：会学习的模型", "Part II: Models That Learn"),
-        ("会学习的模型", "Models that learn"),
+        ("第二部分", "Part II"),
         (
-            "读完这一部分，你能训练小型的解码器和编码器–解码器，读懂一个预训练模型的各个头，"
+            "读完这一部分，你能训练小型的解码器和编码器-解码器，读懂一个预训练模型的各个头，"
             "并用公平的基线评判它们学到了什么。",
-            "After it you can train small decoders and an encoder–decoder, read the "
+            "After this part you can train small decoders and an encoder–decoder, read the "
             "heads of a pretrained model, and judge what they learned against fair "
             "baselines.",
         ),
@@ -117,22 +117,22 @@ PARTS: tuple[Part, ...] = (
     Part(
         "efficiency",
         ("第三部分：更高效的注意力", "Part III: Attention Made Efficient"),
-        ("更高效", "Efficient"),
+        ("第三部分", "Part III"),
         (
             "读完这一部分，你能说清分块计算、共享键值头以及窗口、分页和潜在向量缓存各自省下了"
             "什么，并亲手测出省了多少。",
-            "After it you can explain what tiling, shared key and value heads and "
+            "After this part you can explain what tiling, shared key and value heads and "
             "windowed, paged and latent caches save, and measure how much.",
         ),
     ),
     Part(
         "positions",
         ("第四部分：位置", "Part IV: Positions"),
-        ("位置", "Positions"),
+        ("第四部分", "Part IV"),
         (
             "读完这一部分，你能在正弦、可学习、旋转和 ALiBi 几种位置方案之间作出选择，"
             "并检验用短文本训练的模型在更长的文本上表现如何。",
-            "After it you can choose among sinusoidal, learned, rotary and ALiBi "
+            "After this part you can choose among sinusoidal, learned, rotary and ALiBi "
             "positions, and test how a model trained on short text does on longer "
             "text.",
         ),
@@ -261,7 +261,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             "走进预训练 BERT：72 个真实的注意力头",
             "Inside a Pretrained BERT: 72 Real Heads",
         ),
-        (6,),
+        (6, 10),
         (
             "把一个预训练的小型 BERT 式编码器 {cite:p}`devlin2019bert` 载入本书的模块，"
             "看它各个头的{term}`注意力权重`，再把头逐个关掉，看每个头贡献了什么。",
@@ -321,7 +321,7 @@ CHAPTERS: tuple[Chapter, ...] = (
         "15-tang-poems",
         "learning",
         ("注意力写唐诗", "Attention Writes Tang Poems"),
-        (10,),
+        (10, 14),
         (
             "用第 10 章的解码器学习五言诗，测量生成的诗有多少合乎格律，"
             "并在离线可用的注意力浏览器里查看每个头。",
@@ -335,9 +335,9 @@ CHAPTERS: tuple[Chapter, ...] = (
         "16-cross-attention",
         "learning",
         ("交叉注意力学会对齐", "Cross-Attention Learns to Align"),
-        (10, 13),
+        (10, 11, 13),
         (
-            "训练一个编码器–解码器把英文和中文写的日期译成同一种形式，"
+            "训练一个编码器-解码器把英文和中文写的日期译成同一种形式，"
             "测量它的交叉注意力头如何对齐两者 {cite:p}`bahdanau2015neural`。",
             "Train an encoder–decoder to translate dates written in English and "
             "Chinese into one form, and measure how its cross-attention heads align "
@@ -349,7 +349,7 @@ CHAPTERS: tuple[Chapter, ...] = (
         "17-inference",
         "efficiency",
         ("大规模推理中的注意力", "Attention at Inference Scale"),
-        (13, 14, 15),
+        (11, 13, 14, 15),
         (
             "滚动窗口缓存、注意力汇点 {cite:p}`xiao2024efficient`、分页缓存 "
             "{cite:p}`kwon2023efficient`、潜在注意力 {cite:p}`deepseekai2024deepseekv2`，"
@@ -443,7 +443,7 @@ def reading_order(after: int = 0) -> list[Chapter]:
 
     Example:
         >>> [c.number for c in reading_order(9)]
-        [10, 11, 15, 12, 13, 16, 14, 17]
+        [10, 11, 12, 13, 16, 14, 15, 17]
     """
     done = {c.number for c in CHAPTERS if c.number <= after}
     wanted = [c for p in PARTS for c in chapters_in(p.key) if c.number > after]

@@ -169,8 +169,8 @@ def expand(text: str, lang: str) -> str:
     >>> print(expand("Next:\\n\\n```{book-map} path\\n:after: 15\\n```\\n", "en"))
     Next:
     <BLANKLINE>
-    1. [16 Cross-Attention Learns to Align](16-cross-attention.md), after chapters 10 and 13.
-    2. [17 Attention at Inference Scale](17-inference.md), after chapters 13, 14 and 15.
+    1. [16 Cross-Attention Learns to Align](16-cross-attention.md), after chapters 10, 11 and 13.
+    2. [17 Attention at Inference Scale](17-inference.md), after chapters 11, 13, 14 and 15.
     <BLANKLINE>
     """
 

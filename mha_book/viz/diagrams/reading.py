@@ -33,7 +33,7 @@ def levels(chapters=None) -> dict[int, int]:
     Example:
         >>> lv = levels()
         >>> lv[1], lv[9], lv[10], lv[17]
-        (0, 8, 6, 8)
+        (0, 8, 6, 9)
     """
     chapters = book_map.CHAPTERS if chapters is None else chapters
     known = {c.number: c for c in chapters}
@@ -58,7 +58,7 @@ def slots(level: dict[int, int]) -> dict[int, tuple[int, int]]:
     Example:
         >>> s = slots(levels())
         >>> s[1], s[10], s[11], s[14]
-        ((0, 0), (1, 6), (2, 6), (4, 7))
+        ((0, 0), (1, 6), (1, 7), (4, 7))
     """
     place: dict[int, tuple[int, int]] = {}
     first = 0
@@ -92,7 +92,7 @@ def reading_path() -> tuple[Figure, dict]:
         >>> (6, 10) in facts["needs"], facts["parts"]["positions"]
         (True, [14])
         >>> facts["layout"]
-        {'rows': 9, 'columns': 5, 'direction': 'top-to-bottom'}
+        {'rows': 10, 'columns': 5, 'direction': 'top-to-bottom'}
     """
     level = levels()
     slot = slots(level)
