@@ -54,7 +54,8 @@ class DecoderConfig:
       positions, their table's rows), ``ff_dim``, ``dropout`` (embeddings,
       attention weights, sublayer outputs);
     - ``positions``: ``"learned"`` (a trained table added to the embeddings,
-      GPT-2), ``"sinusoidal"`` (fixed, the original Transformer), ``"rope"``
+      GPT-2), ``"sinusoidal"`` (fixed, the original Transformer, which also multiplies
+      the token embeddings by √E), ``"rope"``
       (:mod:`mha_book.attention.rope`), ``"alibi"``
       (:mod:`mha_book.attention.alibi`) or ``"none"``;
     - ``tie_weights``: the output head shares the token embedding's matrix.
@@ -203,8 +204,9 @@ class CausalDecoder(nn.Module):
         x = self.tok_emb(idx)  # (B, T, E)
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[:T]  # (B, T, E) + (T, E)
-        elif self.pos_table is not None:
-            x = x + self.pos_table[:T]  # (B, T, E) + (T, E)
+        elif self.pos_table is not None:  # as the original Transformer: embeddings
+            # times √E, so that the table (entries up to ±1) does not swamp them
+            x = x * self.config.embed_dim**0.5 + self.pos_table[:T]  # (B, T, E)
         x = self.drop(x)
         mask = causal_mask(T, device=idx.device)  # (T, T), True = may attend
         bias = None
