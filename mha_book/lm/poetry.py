@@ -5,10 +5,10 @@ Taught in chapter 15-tang-poems. A poem of the corpus
 characters; odd lines end with "，" and even lines with "。", so the text is
 periodic with period 6. The functions here measure what a reader of Tang verse
 checks first (:func:`is_regular_verse`, :func:`form_share`,
-:func:`copy_share`), give the bigram baseline its loss and its poems
-(:class:`BigramModel`), generate poems from a trained decoder
+:func:`copy_share`), generate poems from a trained decoder
 (:func:`generate_poems`) and find which heads look back one line
-(:func:`offset_profile`).
+(:func:`offset_profile`). The chapter's count-based baseline is
+:func:`mha_book.lm.ngram.tuned_bigram`.
 
 Legend: B batch, L layers, H heads, T length, V vocabulary size.
 """
@@ -16,7 +16,6 @@ Legend: B batch, L layers, H heads, T length, V vocabulary size.
 from __future__ import annotations
 
 import json
-import math
 import operator
 import re
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,6 @@ from mha_book._checks import (
     check_positive_int,
     check_rank,
     check_tensor,
-    check_token_ids,
 )
 from mha_book.lm.artifacts import cached
 from mha_book.lm.charlm import CharTokenizer
@@ -40,7 +38,6 @@ __all__ = [
     "is_regular_verse",
     "form_share",
     "copy_share",
-    "BigramModel",
     "generate_poems",
     "offset_profile",
 ]
@@ -110,57 +107,6 @@ def copy_share(poems: Sequence[str], corpus: Sequence[str]) -> float:
         raise ValueError("poems must hold at least one poem, got none")
     known = set(_check_poems(corpus, "corpus"))
     return sum(p in known for p in poems) / len(poems)
-
-
-class BigramModel:
-    """The best model that sees one character back: add-k smoothed bigram counts.
-
-    Args:
-        ids: Training token ids.
-        vocab_size: V.
-        k: Added to every count (k > 0 keeps unseen pairs possible).
-
-    Shape:
-        - ids: ``(N,)``
-        - log_probs: ``(V, V)``; row a is ``log p(next | a)``
-
-    Example:
-        >>> model = BigramModel(torch.tensor([0, 1, 0, 1, 0]), vocab_size=2, k=0.5)
-        >>> [round(p, 4) for p in model.log_probs.exp()[0].tolist()]  # after 0: 1, 1
-        [0.1667, 0.8333]
-    """
-
-    def __init__(self, ids: torch.Tensor, vocab_size: int, k: float = 0.01) -> None:
-        V = check_positive_int(vocab_size, "vocab_size")
-        check_token_ids(ids, "ids", 1, "(N,)", vocab_size=V)
-        if (
-            isinstance(k, bool)
-            or not isinstance(k, (int, float))
-            or not 0 < k < math.inf
-        ):
-            raise ValueError(f"k must be a positive, finite number, got {k!r}")
-        pairs = ids[:-1] * V + ids[1:]  # (N - 1,): one index per (a, b)
-        counts = torch.bincount(pairs, minlength=V * V).view(V, V).double() + k
-        self.log_probs = counts.log() - counts.sum(-1, keepdim=True).log()  # (V, V)
-
-    def loss(self, ids: torch.Tensor) -> float:
-        """Mean cross-entropy (nats per token) of predicting ``ids[1:]`` from ``ids[:-1]``."""
-        check_token_ids(ids, "ids", 1, "(N,)", vocab_size=self.log_probs.shape[0])
-        if len(ids) < 2:
-            raise ValueError(
-                f"ids must hold at least 2 tokens (one to predict), got {len(ids)}"
-            )
-        return float(-self.log_probs[ids[:-1], ids[1:]].mean())
-
-    def sample(
-        self, start: int, length: int, *, num: int, generator: torch.Generator
-    ) -> torch.Tensor:
-        """``num`` sequences of ``length`` tokens after the token ``start``: ``(num, length)``."""
-        out = torch.full((num, length + 1), start, dtype=torch.long)  # (B, 1 + length)
-        for t in range(length):
-            probs = self.log_probs[out[:, t]].exp()  # (B, V)
-            out[:, t + 1] = torch.multinomial(probs, 1, generator=generator)[:, 0]
-        return out[:, 1:]
 
 
 def generate_poems(

@@ -1,6 +1,5 @@
 """The verse form and its measures (mha_book.lm.poetry, chapter 15)."""
 
-import math
 
 import pytest
 import torch
@@ -9,7 +8,6 @@ import mha_book.lm.artifacts as artifacts
 from mha_book.attention.masks import causal_mask
 from mha_book.lm.charlm import CharTokenizer
 from mha_book.lm.poetry import (
-    BigramModel,
     copy_share,
     form_share,
     generate_poems,
@@ -48,22 +46,6 @@ def test_shares_count_poems_and_refuse_an_empty_sample():
         form_share([])
     with pytest.raises(ValueError, match="at least one poem"):
         copy_share([], [QUATRAIN])
-
-
-def test_the_bigram_model_counts_pairs():
-    ids = torch.tensor([0, 1, 2, 0, 1, 1, 0])
-    model = BigramModel(ids, vocab_size=3, k=1.0)
-    probs = model.log_probs.exp()  # (V, V)
-    assert torch.allclose(probs.sum(-1), torch.ones(3, dtype=torch.float64))
-    # after 0 comes 1 twice: (2 + 1) / (2 + 3)
-    assert math.isclose(probs[0, 1].item(), 3 / 5)
-    manual = -sum(math.log(probs[a, b]) for a, b in zip(ids[:-1], ids[1:])) / 6
-    assert math.isclose(model.loss(ids), manual, rel_tol=1e-12)
-    first = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
-    again = model.sample(0, 5, num=4, generator=torch.Generator().manual_seed(0))
-    assert first.shape == (4, 5) and torch.equal(first, again)
-    with pytest.raises(ValueError, match="k must be a positive, finite number"):
-        BigramModel(ids, 3, k=0.0)
 
 
 def small_poet():
@@ -143,26 +125,6 @@ BAD_INPUTS = {
         lambda: is_regular_verse(None),
         TypeError,
         "poem must be a str",
-    ),
-    "an id past the vocabulary": (
-        lambda: BigramModel(torch.tensor([0, 1, 3]), vocab_size=3),
-        ValueError,
-        r"ids must be in \[0, vocab_size\) = \[0, 3\)",
-    ),
-    "float ids": (
-        lambda: BigramModel(torch.tensor([0.0, 1.0]), vocab_size=3),
-        TypeError,
-        "integer token ids",
-    ),
-    "k = inf": (
-        lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2, k=math.inf),
-        ValueError,
-        "k must be a positive, finite number",
-    ),
-    "the loss of one token": (
-        lambda: BigramModel(torch.tensor([0, 1]), vocab_size=2).loss(torch.tensor([1])),
-        ValueError,
-        "at least 2 tokens",
     ),
     "non-square weights": (
         lambda: offset_profile([torch.rand(1, 1, 3, 4)], 1),

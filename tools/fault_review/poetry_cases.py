@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import mha_book
-from mha_book.lm import poetry
+from mha_book.lm import ngram, poetry
 from tools.fault_review.outcomes import Api
 
 QUATRAIN = "床前明月光，疑是地上霜。举头望明月，低头思故乡。"
@@ -16,7 +16,7 @@ def poetry_apis(decoder: mha_book.CausalDecoder) -> list[Api]:
     (``decoder``: a model of 11 tokens; the poems' tokenizer has a newline)."""
     tokenizer = mha_book.CharTokenizer("\n春风花草香江山丽迟日")  # 11 characters
     ids = torch.randint(0, 11, (200,))
-    bigram = poetry.BigramModel(ids, vocab_size=11)
+    bigram = ngram.tuned_bigram(ids, vocab_size=11)
     return [
         Api("is_regular_verse", poetry.is_regular_verse, lambda: {"poem": QUATRAIN}),
         Api("form_share", poetry.form_share, lambda: {"poems": [QUATRAIN, "白日"]}),
@@ -26,11 +26,16 @@ def poetry_apis(decoder: mha_book.CausalDecoder) -> list[Api]:
             lambda: {"poems": [QUATRAIN], "corpus": [QUATRAIN, "白日"]},
         ),
         Api(
-            "BigramModel()",
-            poetry.BigramModel,
-            lambda: {"ids": ids.clone(), "vocab_size": 11, "k": 0.01},
+            "InterpolatedBigram()",
+            ngram.InterpolatedBigram,
+            lambda: {"ids": ids.clone(), "vocab_size": 11, "weight": 0.5},
         ),
-        Api("BigramModel.loss", bigram.loss, lambda: {"ids": ids[:50].clone()}),
+        Api(
+            "tuned_bigram",
+            ngram.tuned_bigram,
+            lambda: {"train_ids": ids.clone(), "vocab_size": 11},
+        ),
+        Api("InterpolatedBigram.loss", bigram.loss, lambda: {"ids": ids[:50].clone()}),
         Api(
             "generate_poems",
             lambda **kw: poetry.generate_poems(decoder, tokenizer, **kw),
