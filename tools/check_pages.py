@@ -172,34 +172,18 @@ def map_problems(docs: Path, chapters=None) -> list[str]:
     ...     _ = (d / lang / "02-b.md").write_text("# B\\n")
     >>> a = Chapter(1, "01-a", "article", ("甲", "A"), (), ("", ""))
     >>> map_problems(d, [a])
-    ['zh/02-b.md: a chapter page that mha_book/book_map.py does not list: add a Chapter to CHAPTERS', 'en/02-b.md: a chapter page that mha_book/book_map.py does not list: add a Chapter to CHAPTERS']
+    ['zh/02-b.md: a chapter page that mha_book/data/book_map.toml does not list: add a [[chapter]]', 'en/02-b.md: a chapter page that mha_book/data/book_map.toml does not list: add a [[chapter]]']
     >>> c = Chapter(3, "03-c", "article", ("丙", "C"), (4,), ("", ""))
     >>> map_problems(d, [a, Chapter(2, "02-b", "article", ("B", "B"), (), ("", "")), c])
     ... # doctest: +NORMALIZE_WHITESPACE
-    ['mha_book/book_map.py: chapter 3 needs chapter(s) 4, which are not earlier
+    ['mha_book/data/book_map.toml: chapter 3 needs chapter(s) 4, which are not earlier
       chapters of the map', 'zh/03-c.md: chapter 3 of the map has no page',
       'en/03-c.md: chapter 3 of the map has no page']
     """
     from mha_book import book_map
 
     chapters = list(book_map.CHAPTERS if chapters is None else chapters)
-    where = "mha_book/book_map.py"
-    problems = []
-    numbers = [c.number for c in chapters]
-    if numbers != sorted(set(numbers)):
-        problems.append(f"{where}: the chapters' numbers must rise, got {numbers}")
-    parts = {p.key for p in book_map.PARTS}
-    for c in chapters:
-        if c.slug[:2] != f"{c.number:02d}":
-            problems.append(f"{where}: chapter {c.number} has the page {c.slug!r}")
-        if c.part not in parts:
-            problems.append(f"{where}: chapter {c.number}: no part {c.part!r}")
-        wrong = [n for n in c.needs if n >= c.number or n not in numbers]
-        if wrong:
-            problems.append(
-                f"{where}: chapter {c.number} needs chapter(s) "
-                f"{', '.join(map(str, wrong))}, which are not earlier chapters of the map"
-            )
+    problems = _map_data_problems(chapters, {p.key for p in book_map.PARTS})
     for lang in LANGS:
         pages = {p.stem: p for p in (docs / lang).glob("*.md") if CHAPTER.match(p.name)}
         for c in chapters:
@@ -216,10 +200,33 @@ def map_problems(docs: Path, chapters=None) -> list[str]:
                     f"{lang}/{c.slug}.md: the first heading is "
                     f"{m.group(1) if m else None!r}, the map's title {title!r}"
                 )
-        for stem in sorted(pages):
+        problems += [
+            f"{lang}/{stem}.md: a chapter page that {MAP_FILE} does not list: "
+            "add a [[chapter]]"
+            for stem in sorted(pages)
+        ]
+    return problems
+
+
+MAP_FILE = "mha_book/data/book_map.toml"
+
+
+def _map_data_problems(chapters, parts: set[str]) -> list[str]:
+    """What is wrong inside the map: numbers, pages, parts and needs."""
+    problems = []
+    numbers = [c.number for c in chapters]
+    if numbers != sorted(set(numbers)):
+        problems.append(f"{MAP_FILE}: the chapters' numbers must rise, got {numbers}")
+    for c in chapters:
+        if c.slug[:2] != f"{c.number:02d}":
+            problems.append(f"{MAP_FILE}: chapter {c.number} has the page {c.slug!r}")
+        if c.part not in parts:
+            problems.append(f"{MAP_FILE}: chapter {c.number}: no part {c.part!r}")
+        wrong = [n for n in c.needs if n >= c.number or n not in numbers]
+        if wrong:
             problems.append(
-                f"{lang}/{stem}.md: a chapter page that {where} does not list: "
-                "add a Chapter to CHAPTERS"
+                f"{MAP_FILE}: chapter {c.number} needs chapter(s) "
+                f"{', '.join(map(str, wrong))}, which are not earlier chapters of the map"
             )
     return problems
 

@@ -60,8 +60,8 @@ def test_a_chapter_page_the_map_does_not_list_is_caught(tmp_path):
         (docs / lang / "18-next.md").write_text("# Next\n", encoding="utf-8")
     problems = page_problems(docs)
     assert problems == [
-        f"{lang}/18-next.md: a chapter page that mha_book/book_map.py does not "
-        "list: add a Chapter to CHAPTERS"
+        f"{lang}/18-next.md: a chapter page that mha_book/data/book_map.toml does not "
+        "list: add a [[chapter]]"
         for lang in ("zh", "en")
     ]
 
@@ -90,7 +90,7 @@ def test_needs_that_are_not_earlier_chapters_are_caught():
     broken = [replace(c, needs=(17,)) if c.number == 12 else c for c in CHAPTERS]
     problems = map_problems(DOCS, broken)
     assert problems == [
-        "mha_book/book_map.py: chapter 12 needs chapter(s) 17, which are not "
+        "mha_book/data/book_map.toml: chapter 12 needs chapter(s) 17, which are not "
         "earlier chapters of the map"
     ]
 

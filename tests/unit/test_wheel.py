@@ -58,6 +58,7 @@ def test_the_wheel_carries_the_data_licences_and_extras(dist):
         "mha_book/data/plays/hamlet.txt",
         "mha_book/data/tang5/poems.txt.xz",
         "mha_book/data/tang5/LICENSE",
+        "mha_book/data/book_map.toml",
         "mha_book/viz/static/explorer.js",
         "mha_book/viz/static/explorer.css",
     ):
