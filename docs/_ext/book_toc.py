@@ -22,6 +22,7 @@ No list of chapters is typed into a page: a new chapter is one entry of
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -198,7 +199,8 @@ class BookMap(SphinxDirective):
         lang = _lang(self.config.language)
         lines = kind_markdown(kind, lang, self.options.get("after", 0))
         # The page depends on the map: a change to it reads the page again.
-        self.env.note_dependency(book_map.__file__)
+        for path in _map_files():
+            self.env.note_dependency(str(path))
         container = nodes.container(classes=["book-map", f"book-map-{kind}"])
         self.state.nested_parse(
             StringList(lines, source=self.get_source_info()[0]),
@@ -208,11 +210,19 @@ class BookMap(SphinxDirective):
         return container.children if kind == "contents" else [container]
 
 
+def _map_files() -> list[Path]:
+    """The map's code and its data (``mha_book/data/book_map.toml``)."""
+    code = Path(book_map.__file__)
+    return [code, code.parent / "data" / "book_map.toml"]
+
+
 def _map_digest() -> str:
     import hashlib
-    from pathlib import Path
 
-    return hashlib.sha256(Path(book_map.__file__).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for path in _map_files():
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def _sidebar_outdated(app, env, added, changed, removed):
