@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from statistics import median
 
 import torch
@@ -100,17 +101,19 @@ def over_seeds(
         >>> both["b"].values
         (2.0, 4.0)
     """
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    if not seed_list:
-        raise ValueError(f"seeds: expected at least one seed, got {seeds!r}")
-    runs: list[Mapping[str, float]] = []
+    if not callable(measure):
+        raise TypeError(
+            f"measure: expected a function of the seed, got {type(measure).__name__}"
+        )
+    seed_list = _seed_list(seeds)
+    runs: list[dict[str, float]] = []
     single = True
     with torch.random.fork_rng(devices=[]):
         for seed in seed_list:
             torch.manual_seed(seed)
             value = measure(seed)
             single = not isinstance(value, Mapping)
-            runs.append({"": value} if single else value)  # type: ignore[dict-item]
+            runs.append(_numbers({"": value} if single else value, seed))
     keys = list(runs[0])
     for seed, run in zip(seed_list, runs, strict=True):
         if list(run) != keys:
@@ -118,12 +121,43 @@ def over_seeds(
                 f"measure: expected the same keys for every seed, got {keys} "
                 f"for seed {seed_list[0]} and {list(run)} for seed {seed}"
             )
-        for key, value in run.items():
-            if not math.isfinite(float(value)):
-                name = f"[{key!r}]" if key else ""
-                raise ValueError(f"measure{name}: gave {value} for seed {seed}")
     spreads = {
-        key: Spread(tuple(seed_list), tuple(float(run[key]) for run in runs))
-        for key in keys
+        key: Spread(tuple(seed_list), tuple(run[key] for run in runs)) for key in keys
     }
     return spreads[""] if single else spreads
+
+
+def _seed_list(seeds: object) -> list[int]:
+    """``seeds`` as a non-empty list of int seeds, or a named error."""
+    if isinstance(seeds, Integral) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise ValueError(f"seeds: expected at least one seed, got {seeds}")
+        return list(range(int(seeds)))
+    if isinstance(seeds, str | bytes | bool) or not isinstance(seeds, Iterable):
+        raise TypeError(
+            "seeds: expected a number of seeds or an iterable of int seeds, "
+            f"got {type(seeds).__name__}"
+        )
+    seed_list = list(seeds)
+    if not seed_list:
+        raise ValueError("seeds: expected at least one seed, got none")
+    for seed in seed_list:
+        if not isinstance(seed, Integral) or isinstance(seed, bool):
+            raise TypeError(f"seeds: expected int seeds, got {seed!r}")
+    return [int(seed) for seed in seed_list]
+
+
+def _numbers(run: Mapping[str, object], seed: int) -> dict[str, float]:
+    """One run's values as finite floats, or an error naming the key and seed."""
+    out = {}
+    for key, value in run.items():
+        name = f"measure[{key!r}]" if key else "measure"
+        try:
+            out[key] = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"{name}: expected a number for seed {seed}, got {type(value).__name__}"
+            ) from None
+        if not math.isfinite(out[key]):
+            raise ValueError(f"{name}: gave {value} for seed {seed}")
+    return out

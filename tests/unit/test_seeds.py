@@ -50,3 +50,20 @@ def test_range_text():
 def test_bad_measurements_are_named(measure, seeds, message):
     with pytest.raises(ValueError, match=message):
         over_seeds(measure, seeds)
+
+
+@pytest.mark.parametrize(
+    ("measure", "seeds", "error", "message"),
+    [
+        ("not callable", 2, TypeError, "measure: expected a function of the seed"),
+        (lambda seed: 1.0, 2.5, TypeError, "seeds: expected a number of seeds"),
+        (lambda seed: 1.0, True, TypeError, "seeds: expected a number of seeds"),
+        (lambda seed: 1.0, "3", TypeError, "seeds: expected a number of seeds"),
+        (lambda seed: 1.0, -1, ValueError, "seeds: expected at least one seed"),
+        (lambda seed: 1.0, [0, "1"], TypeError, "seeds: expected int seeds, got '1'"),
+        (lambda seed: "x", 1, TypeError, "measure: expected a number for seed 0"),
+    ],
+)
+def test_bad_arguments_are_named(measure, seeds, error, message):
+    with pytest.raises(error, match=message):
+        over_seeds(measure, seeds)

@@ -1,6 +1,7 @@
 """Cases for the pieces the chapters take apart: the online-softmax step of
 chapter 12, the shape trace of chapter 3, the decoder-only block, the FLOP
-count, and the figures drawn from parameters (mha_book.viz.diagrams)."""
+count, the figures drawn from parameters (mha_book.viz.diagrams), and a
+measurement over seeds (mha_book.seeds)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from mha_book.attention.flash import online_softmax_update
 from mha_book.attention.trace import trace_shapes
 from mha_book.bench.timing import attention_flops
 from mha_book.models.blocks import DecoderOnlyBlock
+from mha_book.seeds import over_seeds
 from mha_book.viz.diagrams.decoding import torch_is_causal_mask
 from mha_book.viz.diagrams.positions import alibi_heads
 from mha_book.viz.diagrams.registry import kernel_choice
@@ -54,4 +56,9 @@ def parts_apis() -> list[Api]:
         Api("alibi_heads", alibi_heads, lambda: {"num_heads": 4, "T": 6}),
         Api("torch_is_causal_mask", torch_is_causal_mask, lambda: {"T": 3, "S": 5}),
         Api("kernel_choice", kernel_choice, lambda: {"tokens": 3}),
+        Api(
+            "over_seeds",
+            over_seeds,
+            lambda: {"measure": lambda seed: torch.rand(()).item(), "seeds": 3},
+        ),
     ]
