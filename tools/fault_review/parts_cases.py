@@ -56,6 +56,12 @@ def parts_apis() -> list[Api]:
         Api("alibi_heads", alibi_heads, lambda: {"num_heads": 4, "T": 6}),
         Api("torch_is_causal_mask", torch_is_causal_mask, lambda: {"T": 3, "S": 5}),
         Api("kernel_choice", kernel_choice, lambda: {"tokens": 3}),
+    ]
+
+
+def measurement_apis() -> list[Api]:
+    """A measurement over seeds: the function and the seeds it runs under."""
+    return [
         Api(
             "over_seeds",
             over_seeds,

@@ -31,7 +31,7 @@ from tools.fault_review.model_cases import (
     viz_apis,
 )
 from tools.fault_review.outcomes import Api, Outcome, run_case
-from tools.fault_review.parts_cases import parts_apis
+from tools.fault_review.parts_cases import measurement_apis, parts_apis
 from tools.fault_review.poetry_cases import poetry_apis
 from tools.fault_review.position_cases import position_apis
 from tools.fault_review.seq2seq_cases import seq2seq_apis
@@ -61,6 +61,7 @@ def catalogue() -> list[Api]:
         *bert_apis(),
         *extrapolation_apis(),
         *parts_apis(),
+        *measurement_apis(),
         *diagram_apis(),
         *bench_apis(),
         *seq2seq_apis(),
