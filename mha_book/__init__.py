@@ -77,12 +77,12 @@ if TYPE_CHECKING:
     )
     from mha_book.attention.trace import ShapeTrace, trace_shapes
     from mha_book.book import book_language
-    from mha_book.seeds import Spread, over_seeds
     from mha_book.lm.charlm import CharTokenizer
     from mha_book.models.bert import BertEncoder
     from mha_book.models.blocks import DecoderOnlyBlock
     from mha_book.models.decoder import CausalDecoder, DecoderConfig
     from mha_book.models.layers import DecoderLayer, EncoderLayer
+    from mha_book.seeds import Spread, over_seeds
     from mha_book.viz.explorer import AttentionExplorer, explore
     from mha_book.viz.heatmap import plot_attention
 
@@ -113,6 +113,8 @@ __all__ = [
     "MultiHeadAttention",
     "ShapeTrace",
     "book_language",
+    "Spread",
+    "over_seeds",
     "causal_mask",
     "explore",
     "flip_mask_convention",
