@@ -1,6 +1,5 @@
 """The verse form and its measures (mha_book.lm.poetry, chapter 15)."""
 
-
 import pytest
 import torch
 
