@@ -113,7 +113,8 @@ def over_seeds(
             torch.manual_seed(seed)
             value = measure(seed)
             single = not isinstance(value, Mapping)
-            runs.append(_numbers({"": value} if single else value, seed))
+            run = value if isinstance(value, Mapping) else {"": value}
+            runs.append(_numbers(run, seed))
     keys = list(runs[0])
     for seed, run in zip(seed_list, runs, strict=True):
         if list(run) != keys:
