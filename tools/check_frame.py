@@ -102,6 +102,18 @@ def frame_problems(docs: Path) -> list[str]:
     return problems
 
 
+def book_frame_problems(docs: Path) -> list[str]:
+    """The gate before a build: :func:`frame_problems` for the book, whose index
+    writes its contents from the map of the book; a scratch book of the tests
+    (its own toctree and pages) has no chapters to frame."""
+    from .check_pages import MAPPED
+
+    index = docs / "en" / "index.md"
+    if not index.exists() or MAPPED not in index.read_text(encoding="utf-8"):
+        return []
+    return frame_problems(docs)
+
+
 def main(argv: list[str]) -> int:
     docs = (
         Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "docs"

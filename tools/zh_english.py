@@ -46,6 +46,7 @@ ALLOWED = frozenset(
     "s ms us µs ns B KB MB GB TB KiB MiB GiB TiB nat nats bit bits FLOP FLOPs".split()
     # projects, packages and devices
     + "PyTorch torch numpy python Python npm cpu cuda CPU GPU API PDF PEP".split()
+    + "matplotlib tokenizers".split()
     # the other edition's name, on its link
     + ["English"]
     # models, methods and hardware, as the literature writes them

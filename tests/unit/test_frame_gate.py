@@ -4,7 +4,7 @@ real book and fails on a broken copy."""
 
 from pathlib import Path
 
-from tools.check_frame import frame_problems
+from tools.check_frame import book_frame_problems, frame_problems
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -67,3 +67,13 @@ def test_the_article_chapters_keep_their_own_outline(tmp_path):
     bare = "# Title\n\n## Body\n\nText.\n"
     assert frame_problems(book(tmp_path, {"en": bare}, "09-summary.md")) == []
     assert frame_problems(book(tmp_path, {"en": bare}, "18-new.md")) != []
+
+
+def test_the_build_gate_frames_the_book_not_a_scratch_book(tmp_path):
+    no_intro = GOOD["en"].replace("Why this chapter.\n\n", "")
+    scratch = book(tmp_path, {"en": no_intro})
+    assert frame_problems(scratch) != []
+    assert book_frame_problems(scratch) == []  # no index written from the map
+    (scratch / "en" / "index.md").write_text("```{book-map} contents\n```\n")
+    assert book_frame_problems(scratch) == frame_problems(scratch) != []
+    assert book_frame_problems(DOCS) == []

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..check_api import api_problems
-from ..check_frame import frame_problems
+from ..check_frame import book_frame_problems
 from ..check_pages import page_problems
 from ..check_parity import parity_problems
 from ..check_pointers import pointer_problems
@@ -34,7 +34,7 @@ GATES: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ),
     (
         "frame",
-        frame_problems,
+        book_frame_problems,
         "every chapter from 10 on has an introduction, a Summary and Exercises, "
         "in both editions (tools/check_frame.py)",
     ),
