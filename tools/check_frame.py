@@ -106,12 +106,9 @@ def book_frame_problems(docs: Path) -> list[str]:
     """The gate before a build: :func:`frame_problems` for the book, whose index
     writes its contents from the map of the book; a scratch book of the tests
     (its own toctree and pages) has no chapters to frame."""
-    from .check_pages import MAPPED
+    from .check_pages import written_from_map
 
-    index = docs / "en" / "index.md"
-    if not index.exists() or MAPPED not in index.read_text(encoding="utf-8"):
-        return []
-    return frame_problems(docs)
+    return frame_problems(docs) if written_from_map(docs) else []
 
 
 def main(argv: list[str]) -> int:

@@ -239,10 +239,16 @@ def page_problems(docs: Path) -> list[str]:
     writes its table of contents from it (a scratch book of the tests has its
     own toctree and pages)."""
     problems = glue_problems(docs) + chapter_list_problems(docs)
-    index = docs / "en" / "index.md"
-    if index.exists() and MAPPED in index.read_text(encoding="utf-8"):
+    if written_from_map(docs):
         problems += map_problems(docs)
     return problems
+
+
+def written_from_map(docs: Path) -> bool:
+    """Whether ``docs`` is the book, whose index writes its contents from the map
+    (a scratch book of the tests has its own toctree and pages)."""
+    index = docs / "en" / "index.md"
+    return index.exists() and MAPPED in index.read_text(encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:

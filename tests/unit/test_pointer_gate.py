@@ -9,6 +9,7 @@ from tools.check_pointers import pointer_problems, users
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
+HEADER = "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n"
 
 
 def package_copy(tmp_path: Path, module: str, old: str, new: str) -> Path:
@@ -66,3 +67,15 @@ def test_a_chapter_that_does_not_use_the_module_fails(tmp_path):
         "mha_book/attention/trace.py: 'Taught in chapter 12-flash-attention' names "
         "chapter 12, whose code never runs mha_book.attention.trace"
     ]
+
+
+def test_the_build_gate_checks_the_book_not_a_scratch_book(tmp_path):
+    from tools.check_pointers import book_pointer_problems
+
+    for lang in ("zh", "en"):
+        (tmp_path / lang).mkdir()
+        page = "# A\n\n```{code-cell}\nimport mha_book.viz.heatmap\n```\n"
+        (tmp_path / lang / "10-a.md").write_text(HEADER + page)
+    assert pointer_problems(tmp_path) != []  # its chapter 10 is not the book's
+    assert book_pointer_problems(tmp_path) == []  # its index is not the map's
+    assert book_pointer_problems(DOCS) == pointer_problems(DOCS) == []

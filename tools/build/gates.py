@@ -9,7 +9,7 @@ from ..check_api import api_problems
 from ..check_frame import book_frame_problems
 from ..check_pages import page_problems
 from ..check_parity import parity_problems
-from ..check_pointers import pointer_problems
+from ..check_pointers import book_pointer_problems
 from ..check_prose import prose_problems
 from .common import BuildFailed
 
@@ -45,7 +45,7 @@ GATES: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ),
     (
         "pointers",
-        pointer_problems,
+        book_pointer_problems,
         "the chapters a module's docstring points to must be the chapters whose "
         "code uses it (tools/check_pointers.py)",
     ),
