@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from .gate_main import gate_main
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "mha_book"
 LANGS = ("zh", "en")
@@ -129,12 +131,7 @@ def api_problems(docs: Path, root: Path = PACKAGE_DIR) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    docs = Path(argv[1]) if len(argv) > 1 else ROOT / "docs"
-    problems = api_problems(docs)
-    for p in problems:
-        print(p)
-    print(f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return gate_main(api_problems, argv)
 
 
 if __name__ == "__main__":

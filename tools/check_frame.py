@@ -19,6 +19,8 @@ import re
 import sys
 from pathlib import Path
 
+from .gate_main import gate_main
+
 LANGS = ("zh", "en")
 FIRST_FRAMED = 10  # the chapters after the article's nine
 CHAPTER = re.compile(r"^(\d\d)-[\w-]+\.md$")
@@ -112,14 +114,7 @@ def book_frame_problems(docs: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    docs = (
-        Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "docs"
-    )
-    problems = frame_problems(docs)
-    for p in problems:
-        print(p)
-    print(f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return gate_main(frame_problems, argv)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ import re
 import sys
 from pathlib import Path
 
+from .gate_main import gate_main
+
 LANGS = ("zh", "en")
 CHAPTER = re.compile(r"^(\d\d)-[\w-]+\.md$")
 # A link to a chapter page: [text](NN-name.md) or [text](NN-name.md#anchor).
@@ -252,14 +254,7 @@ def written_from_map(docs: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    docs = (
-        Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "docs"
-    )
-    problems = page_problems(docs)
-    for p in problems:
-        print(p)
-    print(f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return gate_main(page_problems, argv)
 
 
 if __name__ == "__main__":

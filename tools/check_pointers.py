@@ -31,6 +31,8 @@ import re
 import sys
 from pathlib import Path
 
+from .gate_main import gate_main
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_PAGE = re.compile(r"^(\d\d)-[\w-]+\.md$")
 # "chapter 05", "chapters 10, 14 and 15", "chapter 16-cross-attention", "chapter 10's"
@@ -183,12 +185,7 @@ def pointer_problems(docs: Path, root: Path = ROOT / "mha_book") -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    docs = Path(argv[1]) if len(argv) > 1 else ROOT / "docs"
-    problems = pointer_problems(docs)
-    for p in problems:
-        print(p)
-    print(f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return gate_main(pointer_problems, argv)
 
 
 if __name__ == "__main__":
