@@ -127,6 +127,7 @@ CHAPTERS_JS = """() => {
   };
   return {book: document.querySelector(".logo__title").textContent.trim(),
           pages: links.map((a) => new URL(a.getAttribute("href"), location.href).pathname),
+          titles: links.map((a) => a.textContent.trim()),
           parts: links.map(part)};
 }"""
 
@@ -246,9 +247,12 @@ def build_edition(browser, base: str, site: Path, lang: str, out: Path) -> dict:
     page.goto(f"{base}/{lang}/index.html", wait_until="load")
     order = page.evaluate(CHAPTERS_JS)
     book = order["book"]
-    # The front matter's length depends only on the number of entries: print it
-    # once with placeholder numbers to learn where the first chapter starts.
-    placeholder = [("-", 999, part) for part in order["parts"]]
+    # The front matter's length depends on its entries (a long title wraps, a
+    # part adds a row): print it once with the sidebar's titles and placeholder
+    # page numbers to learn where the first chapter starts.
+    placeholder = [
+        (title, 999, part) for title, part in zip(order["titles"], order["parts"])
+    ]
     front_pages = pdf_pages(print_front_matter(page, lang, book, placeholder))
     chapters, pdfs = print_chapters(page, base, order["pages"], book, front_pages + 1)
     for chapter, part in zip(chapters, order["parts"]):
