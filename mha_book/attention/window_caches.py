@@ -61,7 +61,8 @@ class RollingKVCache(KVCache):
     Example:
         >>> cache = RollingKVCache(window=3)
         >>> for t in range(5):  # tokens 0..4; slots hold 3, 4, 2
-        ...     k, v = cache.update(torch.full((1, 1, 1, 2), float(t)), torch.zeros(1, 1, 1, 2))
+        ...     key, value = torch.full((1, 1, 1, 2), float(t)), torch.zeros(1, 1, 1, 2)
+        ...     k, v = cache.update(key, value)
         >>> cache.seq_len, cache.cached_len, k[0, 0, :, 0].tolist()
         (5, 3, [3.0, 4.0, 2.0])
     """
@@ -167,7 +168,8 @@ class SinkKVCache(KVCache):
     Example:
         >>> cache = SinkKVCache(sinks=1, window=2)
         >>> for t in range(5):  # tokens 0..4: keeps 0, then 3 and 4
-        ...     k, v = cache.update(torch.full((1, 1, 1, 2), float(t)), torch.zeros(1, 1, 1, 2))
+        ...     key, value = torch.full((1, 1, 1, 2), float(t)), torch.zeros(1, 1, 1, 2)
+        ...     k, v = cache.update(key, value)
         >>> k[0, 0, :, 0].tolist(), cache.seq_len, cache.evicted
         ([0.0, 3.0, 4.0], 2, 2)
     """
