@@ -108,6 +108,12 @@ def servers(whole_site):
         yield whole, purged
 
 
+SEARCH_FINISHED = """() => {
+  const summary = document.querySelector("#search-results .search-summary");
+  return summary !== null && summary.textContent.startsWith("Search finished");
+}"""
+
+
 def draw(
     chromium, url: str, width: int, scheme: str, state: str | None, full: bool
 ) -> Image.Image:
@@ -120,6 +126,10 @@ def draw(
     try:
         page = context.new_page()
         page.goto(url, wait_until="networkidle")
+        if "search.html" in url:
+            # Sphinx lists the results one at a time (a timer each) and then
+            # writes its summary: draw the page once the last result is in.
+            page.wait_for_function(SEARCH_FINISHED)
         page.add_style_tag(content=STILL_CSS)
         page.evaluate(
             """async () => { for (const img of document.images) {
