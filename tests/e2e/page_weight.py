@@ -26,6 +26,7 @@ The budget the browser tests check is :data:`BUDGET` (tests/e2e/test_pages.py);
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import statistics
@@ -93,6 +94,16 @@ ENTRIES_JS = """() => {
   };
 }"""
 
+# What the browser must fetch before it first draws the page: the stylesheets
+# of the head (not for print) and its scripts that are neither async, defer
+# nor modules.
+RENDER_BLOCKING_JS = """() => [...document.head.querySelectorAll(
+    'link[rel~="stylesheet"][href], script[src]')]
+  .filter((e) => e.tagName === "LINK"
+    ? !e.disabled && !/^print$/i.test(e.media || "")
+    : !e.async && !e.defer && e.type !== "module")
+  .map((e) => new URL(e.getAttribute("href") || e.getAttribute("src"), document.baseURI).pathname)"""
+
 # A math typesetter run in the browser (MathJax, KaTeX's script): the build
 # renders the math, so no page may load one.
 MATH_SCRIPT = re.compile(r"(?i)(mathjax|katex)[^/]*\.m?js$|/mathjax/")
@@ -134,7 +145,7 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
     """Load ``url`` in a fresh context (cold cache) and measure it.
 
     Returns ``{"bytes": total, "by_kind": {...}, "requests": n, "load_ms",
-    "lcp_ms", "blocking_ms", "math_css": bool, "math_scripts": [...], "images": [...],
+    "lcp_ms", "blocking_ms", "render_blocking": [paths], "math_css": bool, "math_scripts": [...], "images": [...],
     "problems": [...]}``,
     and ``"inspected"``: what ``inspect(page, seen)`` returned on the loaded
     page, once measured (``seen``: what :func:`browser.watch` recorded, which
@@ -156,6 +167,7 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
         # Fonts and lazy images may still arrive after the load event.
         page.wait_for_load_state("networkidle")
         data = page.evaluate(ENTRIES_JS)
+        render_blocking = page.evaluate(RENDER_BLOCKING_JS)
         if throttle:
             cdp.send("Network.emulateNetworkConditions", NO_THROTTLE)
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
@@ -176,6 +188,7 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
         "load_ms": round(data["nav"]["load"]),
         "lcp_ms": round(data["lcp"]),
         "blocking_ms": blocking_ms(data["fcp"], data["longTasks"]),
+        "render_blocking": render_blocking,
         # KaTeX's stylesheet (its fonts follow); the math itself is HTML from the build.
         # (or the page's one stylesheet, named for KaTeX's inside it: book_assets)
         "math_css": any(
@@ -194,38 +207,42 @@ def measure(context_factory, url: str, inspect=None, throttle: bool = False) -> 
 
 
 # --- the budget -----------------------------------------------------------------
-# The budget of one page's first visit, as a phone on Lighthouse's mobile
-# profile feels it (DevTools throttling: 562 ms per request, 1.4 Mbit/s down,
-# a CPU 4x slower), cold cache, from the local server sending the gzip copies
-# a host sends (tools/compressed.py; HTTP/1.1, six connections, where a host
-# such as GitHub Pages speaks HTTP/2).
-# Measured on a quiet machine (tests/e2e/page_weight.py --throttle), 19 pages
-# per edition, with every figure lazy (none is in a phone's first screen):
-# bytes median 114 KiB (en) and 122 KiB (zh), largest 153 and 157 KiB (the
-# API reference; chapter 11, 137 and 142 KiB, with the explorer's weights
-# inline, 21 KiB), images at most 32 KiB (a figure within the browser's
-# lazy-loading distance); largest contentful paint 1.5-1.8 s; load event
-# 2.6-3.6 s; blocking time at most 145 ms in four runs of the heaviest pages,
-# with single runs up to 243 ms (en/02) and, in an earlier run beside the
-# other browser tests, 342 ms. Chapter 02 alone measured 107, 114 and 221 ms
-# in three runs on a quiet machine; in fresh-clone CI runs on a busy host the
-# median of three reached 305 ms, then 415 ms (zh/12) and 423 ms (en/02).
-# A neighbour on the host only ever adds time, so a timing over its budget
-# is measured again, up to five runs in all, and the run nearest its budget
-# is held to it (within_budget): a page whose own work is over it fails
-# every run, while a page that meets it in one whole run has shown that it
-# can. The blocking budget is 400 ms, about three times the quiet
-# measurement, so a page about three times slower than today's fails; the
-# other budgets are the goal.
-BUDGET = {
+# The budget of one page's first visit from a phone, cold cache, from the
+# local server sending the gzip copies a host sends (tools/compressed.py).
+#
+# What ``make test`` holds a page to does not depend on how busy the machine
+# is: the bytes it transfers, its images' bytes, its requests and the
+# resources that block its first render (:data:`WEIGHT_BUDGET`). Measured
+# on 19 pages per edition, with every figure lazy (none is in a phone's
+# first screen): bytes median 114 KiB (en) and 122 KiB (zh), largest 153 and
+# 157 KiB (the API reference; chapter 11, 137 and 142 KiB, with the
+# explorer's weights inline, 21 KiB), images at most 32 KiB.
+#
+# How long the page takes on Lighthouse's mobile profile (DevTools
+# throttling: 562 ms per request, 1.4 Mbit/s down, a CPU 4x slower) is a
+# benchmark, ``make bench-pages`` (:data:`TIME_BUDGET`): it goes to the build
+# report and never fails ``make test``. A neighbour on the machine only adds
+# time: on a quiet machine the load event came at 2.6-3.6 s and the blocking
+# time was at most 145 ms in four runs of the heaviest pages, while in
+# fresh-clone test runs on a busy host the best of five runs reached 5,059
+# to 6,138 ms to the load event and 458 ms of blocking time, on pages whose
+# bytes had not changed. A test that fails then measures the machine, not
+# the page; the bench measures each page over budget up to five times and
+# keeps the run nearest its budget (within_budget).
+WEIGHT_BUDGET = {
     "bytes": 200 * 1024,
     "image_bytes": 64 * 1024,
+    "requests": 30,
+    "render_blocking": 3,
+}
+TIME_BUDGET = {
     "blocking_ms": 400,
     "lcp_ms": 2500,
     "load_ms": 5000,
 }
+BUDGET = {**WEIGHT_BUDGET, **TIME_BUDGET}
 # The measurements that vary from run to run (bytes do not).
-TIMINGS = ("blocking_ms", "lcp_ms", "load_ms")
+TIMINGS = tuple(TIME_BUDGET)
 RUNS_WHEN_OVER = 5
 
 
@@ -234,11 +251,11 @@ def has_math(lang: str, path: str, site: Path) -> bool:
     return 'class="math' in (site / lang / path).read_text(encoding="utf-8")
 
 
-def timing_over_budget(r: dict, budget=BUDGET) -> bool:
+def timing_over_budget(r: dict, budget=TIME_BUDGET) -> bool:
     return any(r[key] > budget[key] for key in TIMINGS)
 
 
-def best_run(runs: list[dict], budget=BUDGET) -> dict:
+def best_run(runs: list[dict], budget=TIME_BUDGET) -> dict:
     """The first run, with the timings of the run nearest to its budget:
     the one whose largest timing-to-budget ratio is the least. Whole runs,
     never the best load of one run with the best blocking of another.
@@ -250,7 +267,7 @@ def best_run(runs: list[dict], budget=BUDGET) -> dict:
     return merged
 
 
-def within_budget(first: dict, measure_again, budget=BUDGET) -> dict:
+def within_budget(first: dict, measure_again, budget=TIME_BUDGET) -> dict:
     """``first``; or, if a timing is over its budget, the best of up to
     :data:`RUNS_WHEN_OVER` runs (``measure_again()`` makes one more), which
     stop at the first run that fits.
@@ -265,19 +282,34 @@ def within_budget(first: dict, measure_again, budget=BUDGET) -> dict:
     return first if len(runs) == 1 else best_run(runs, budget)
 
 
-def budget_problems(r: dict, budget=BUDGET) -> list[str]:
-    problems = list(r["problems"])
+def budget_problems(r: dict, budget=WEIGHT_BUDGET) -> list[str]:
+    """What the page loads over :data:`WEIGHT_BUDGET`, and any failed or
+    remote request: nothing here depends on the machine's load."""
     checks = [
         ("bytes", r["bytes"], "bytes transferred"),
         ("image_bytes", r["by_kind"].get("image", 0), "image bytes"),
+        ("requests", r["requests"], "requests"),
+        ("render_blocking", len(r["render_blocking"]), "render-blocking resources"),
+    ]
+    return list(r["problems"]) + over_budget(checks, budget)
+
+
+def timing_problems(r: dict, budget=TIME_BUDGET) -> list[str]:
+    """The timings over :data:`TIME_BUDGET` (the bench's, never a test's)."""
+    checks = [
         ("load_ms", r["load_ms"], "ms to the load event"),
         ("lcp_ms", r["lcp_ms"], "ms to the largest contentful paint"),
         ("blocking_ms", r["blocking_ms"], "ms of blocking time"),
     ]
-    for key, value, what in checks:
-        if value > budget[key]:
-            problems.append(f"{value} {what}, budget {budget[key]}")
-    return problems
+    return over_budget(checks, budget)
+
+
+def over_budget(checks: list[tuple[str, int, str]], budget: dict) -> list[str]:
+    return [
+        f"{value} {what}, budget {budget[key]}"
+        for key, value, what in checks
+        if value > budget[key]
+    ]
 
 
 def katex_problems(r: dict, math: bool) -> list[str]:
@@ -406,6 +438,45 @@ def table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def measure_site(site: Path, langs, pages, throttle: bool, best_of: bool) -> dict:
+    """Every page of ``langs`` (or ``pages``), loaded once each in a fresh
+    phone context; with ``best_of``, a page over its time budget is loaded
+    again (:func:`within_budget`)."""
+    from playwright.sync_api import sync_playwright
+
+    results = {}
+    with sync_playwright() as p, serve(site) as url:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        factory = phone_context(browser)
+        for lang in langs:
+            for path in pages or site_pages(site, lang):
+                once = functools.partial(
+                    measure, factory, f"{url}/{lang}/{path}", throttle=throttle
+                )
+                r = once()
+                results[f"{lang}/{path}"] = within_budget(r, once) if best_of else r
+        browser.close()
+    return results
+
+
+def publish(site: Path, results: dict) -> None:
+    """The bench's measurements onto the build report (``<build>/page-weight.json``)."""
+    import datetime
+
+    from tools.build.page_weight import publish_page_weight, site_fingerprint
+
+    publish_page_weight(
+        site.parent,
+        {
+            "measured": datetime.datetime.now().isoformat(timespec="seconds"),
+            "site": site_fingerprint(site),
+            "budget": BUDGET,
+            "summary": summary(results),
+            "pages": results,
+        },
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "_build" / "html")
@@ -416,24 +487,28 @@ def main(argv=None) -> int:
         action="store_true",
         help="Lighthouse's mobile profile: slow 4G, CPU 4x",
     )
+    parser.add_argument(
+        "--bench",
+        action="store_true",
+        help="make bench-pages: throttled, a page over its time budget loaded up "
+        "to five times, the result on the build report; over budget is printed, "
+        "never an exit status",
+    )
     parser.add_argument("pages", nargs="*")
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-
-    results = {}
-    with sync_playwright() as p, serve(args.site) as url:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        factory = phone_context(browser)
-        for lang in args.lang or ["zh", "en"]:
-            for path in args.pages or site_pages(args.site, lang):
-                url_ = f"{url}/{lang}/{path}"
-                results[f"{lang}/{path}"] = measure(
-                    factory, url_, throttle=args.throttle
-                )
-        browser.close()
+    langs = args.lang or ["zh", "en"]
+    throttle = args.throttle or args.bench
+    results = measure_site(args.site, langs, args.pages, throttle, args.bench)
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    if args.bench:
+        if not args.pages and not args.lang:
+            publish(args.site, results)
+        over = {key: timing_problems(r) for key, r in results.items()}
+        for key, problems in over.items():
+            if problems:
+                print(f"over its time budget: {key}: {'; '.join(problems)}")
     return 0
 
 

@@ -10,21 +10,20 @@ cells and solutions opened; and the language switch leads to the same page of
 the other edition (each edition's visit follows it one way, so the two
 editions' visits make the round trip).
 
-At 390 px (a phone, on Lighthouse's mobile profile): the first load, cold
-cache, is measured against the budget (tests/e2e/page_weight.py), then the
-same page, unthrottled, is checked: it loads cleanly, nothing sticks out
-sideways, figure text is legible and figures sharp at 3 device px per CSS px,
-the figures below the first screen are lazy, math is rendered by the build,
-and the zh header speaks Chinese.
+At 390 px (a phone): the first load, cold cache, is held to the weight
+budget (tests/e2e/page_weight.py's WEIGHT_BUDGET: bytes, image bytes,
+requests and render-blocking resources, none of which depends on how busy
+the machine is; the time to load is a benchmark, ``make bench-pages``), and
+the loaded page is checked: it loads cleanly, nothing sticks out sideways,
+figure text is legible and figures sharp at 3 device px per CSS px, the
+figures below the first screen are lazy, math is rendered by the build, and
+the zh header speaks Chinese.
 
 One load per page and width; each check is a function of tests/e2e/browser.py
 or page_weight.py that other tests show fails on a broken copy of the site
 (test_checks_catch_breakage.py, test_accessibility.py, test_page_weight.py).
-The measurements go to ``<build>/page-weight.json`` and onto
-``build-report.html`` once every page has been measured.
 """
 
-import datetime
 import re
 
 import pytest
@@ -48,16 +47,12 @@ from browser import (
 from conftest import SITE
 from page_weight import (
     ARTICLE_IMAGES_JS,
-    BUDGET,
     budget_problems,
     has_math,
     katex_problems,
     lazy_problems,
     measure,
     phone_context,
-    summary,
-    table,
-    within_budget,
 )
 
 OTHER = {"zh": "en", "en": "zh"}
@@ -124,31 +119,6 @@ def test_pages_are_found():
     assert re.search(r'<img alt="Flow diagram', html)
 
 
-@pytest.fixture(scope="module")
-def measurements():
-    """Every page's measurement; written to the report once all are in."""
-    results = {}
-    yield results
-    if set(results) != set(IDS):
-        return  # a subset (-k) writes no table
-    ordered = {key: results[key] for key in IDS}
-    for r in ordered.values():
-        r.pop("inspected", None)
-    print("\n" + table(ordered))
-    from tools.build.page_weight import publish_page_weight, site_fingerprint
-
-    publish_page_weight(
-        SITE.parent,
-        {
-            "measured": datetime.datetime.now().isoformat(timespec="seconds"),
-            "site": site_fingerprint(SITE),
-            "budget": BUDGET,
-            "summary": summary(ordered),
-            "pages": ordered,
-        },
-    )
-
-
 def phone_checks(lang: str):
     """What the phone checks read on the measured page, unthrottled."""
 
@@ -173,17 +143,14 @@ def phone_checks(lang: str):
     return inspect
 
 
-# Timings: `make e2e` runs these alone, after the other browser tests have
-# run on both cores (pytest-xdist), so that no neighbour slows a measurement.
-@pytest.mark.timed
 @pytest.mark.parametrize(("lang", "path"), PAGES, ids=IDS)
-def test_page_at_390(chromium, site_url, measurements, lang, path):
+def test_page_at_390(chromium, site_url, lang, path):
     url = f"{site_url}/{lang}/{path}"
+    # On the phone's network, whose speed sets how far ahead the browser
+    # fetches lazy figures, so the bytes are those a phone fetches.
     r = measure(phone_context(chromium), url, phone_checks(lang), throttle=True)
-    r = within_budget(r, lambda: measure(phone_context(chromium), url, throttle=True))
-    measurements[f"{lang}/{path}"] = r
     checks = {
-        "budget": budget_problems(r),
+        "weight budget": budget_problems(r),
         "math rendered by the build": katex_problems(r, has_math(lang, path, SITE)),
         "figures below the first screen lazy": lazy_problems(r["inspected"]["images"]),
         **r["inspected"]["checks"],

@@ -1,5 +1,5 @@
-"""The page weight that the browser tests measure, shown on the build report
-while the site is still the one they measured.
+"""The page weight and load times that ``make bench-pages`` measures, shown on
+the build report while the site is still the one it measured.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-PAGE_WEIGHT = (
-    "page-weight.json"  # in the build folder, written by tests/e2e/test_pages.py
-)
+PAGE_WEIGHT = "page-weight.json"  # in the build folder, written by make bench-pages
 PAGE_WEIGHT_START, PAGE_WEIGHT_END = "<!-- page-weight -->", "<!-- /page-weight -->"
 
 
@@ -48,15 +46,15 @@ def site_fingerprint(site: Path) -> str:
 
 
 def page_weight_section(build: Path) -> str:
-    """The report's page-weight table, from the browser tests' last measurement.
+    """The report's page-weight table, from the bench's last measurement.
 
-    A build cannot measure its own pages in a browser, so the browser test
-    writes ``<build>/page-weight.json`` and calls :func:`publish_page_weight`;
-    the table says when it was measured, and a later build shows it until the
-    tests measure again.
+    A build cannot measure its own pages in a browser, so ``make bench-pages``
+    (tests/e2e/page_weight.py) writes ``<build>/page-weight.json`` and calls
+    :func:`publish_page_weight`; the table says when it was measured, and a
+    later build shows it until the bench measures again.
     """
     path = build / PAGE_WEIGHT
-    # No heading without a table: a site built without the browser tests (the
+    # No heading without a table: a site never benched (the
     # hosted one) shows no empty section. The markers stay, for
     # publish_page_weight to fill.
     empty = "\n".join([PAGE_WEIGHT_START, PAGE_WEIGHT_END])
@@ -78,15 +76,15 @@ def page_weight_section(build: Path) -> str:
         parts.append(
             f"<p>The last measurement ({when}) was of another build of the site "
             f"(fingerprint {html.escape(measured_site)}; this build is {now}); its "
-            "numbers are not shown. Run the browser tests (<code>make e2e</code>) to "
+            "numbers are not shown. Run <code>make bench-pages</code> to "
             "measure this one. 上次测量的是另一次构建，数字不再显示。</p>"
         )
         return "\n".join(parts + [PAGE_WEIGHT_END])
     parts.append(
         f"<p>A first visit to each page with a cold cache, on a phone viewport "
         f"throttled as Lighthouse's mobile profile (slow 4G, CPU 4&times; slower), "
-        f"from the local server sending the gzip copies, measured by the browser "
-        f"tests with the Performance API on {when}, on this build (site fingerprint "
+        f"from the local server sending the gzip copies, measured by make "
+        f"bench-pages with the Performance API on {when}, on this build (site fingerprint "
         f"{now}). {budget_note} "
         "冷缓存首次访问各页（手机视口，按 Lighthouse 移动端限速：慢速 4G、CPU 慢 4 倍；"
         "本地服务器发送 gzip 副本）传输的字节数与时间，测于本次构建。</p>"
@@ -99,7 +97,8 @@ def budget_paragraph(budget: dict) -> str:
     """The budget the measurement was held to, in one sentence."""
     return (
         f"Budget: {budget['bytes'] / 1024:.0f} KiB in all, "
-        f"{budget['image_bytes'] / 1024:.0f} KiB of images, blocking time under "
+        f"{budget['image_bytes'] / 1024:.0f} KiB of images (make test checks "
+        "these), blocking time under "
         f"{budget['blocking_ms']} ms, largest contentful paint by {budget['lcp_ms']} ms, "
         f"load event by {budget['load_ms']} ms."
     )
@@ -136,7 +135,7 @@ def weight_summary(summary: dict) -> list[str]:
 
 
 def publish_page_weight(build: Path, data: dict) -> None:
-    """Store the browser tests' measurements and put them on the build report."""
+    """Store the bench's measurements and put them on the build report."""
     (build / PAGE_WEIGHT).write_text(json.dumps(data, indent=1), encoding="utf-8")
     report = build / "html" / "build-report.html"
     if not report.exists():
