@@ -1,0 +1,18 @@
+"""What several heads buy, measured on trained models.
+
+- :mod:`~mha_book.lm.heads.task`: a task that needs two relations at once,
+  recalling the values of two keys found by content;
+  :mod:`~mha_book.lm.heads.recall`: its one-layer model, with MHA, GQA, MQA
+  or MLA at a fixed model dim;
+  :mod:`~mha_book.lm.heads.train`: its runs over head counts and seeds,
+  stored once per build.
+- :mod:`~mha_book.lm.heads.natural`: the same sweep of head counts on the
+  characters of the plays.
+- :mod:`~mha_book.lm.heads.pruning`: heads masked, scored and removed after
+  training, in any model built from the book's attention modules.
+"""
+
+from mha_book._lazy import lazy_exports
+
+# its modules load on first use: mha_book.lm.heads.<module>
+__getattr__, __dir__ = lazy_exports(__name__, {})
