@@ -223,13 +223,25 @@ def block_sparsity(
     """Share of the ``(T, S)`` grid's blocks that ``mask_mod`` masks entirely.
 
     A compiled FlexAttention kernel never loads or computes those blocks.
+    The grid has ``ceil(T / P) * ceil(S / P)`` blocks; a last block cut short
+    by ``T`` or ``S`` counts as masked when its cells inside the grid are.
+
+    Counted from the dense mask, not from ``BlockMask.sparsity()``: PyTorch
+    pads the grid to whole blocks, evaluates ``mask_mod`` on the padding and
+    divides by a count that includes it (at T = S = 1 it reports -16,383 %).
 
     Example:
         >>> block_sparsity(causal, 512, 512, block_size=128)  # 6 of 16 blocks
         0.375
+        >>> block_sparsity(causal, 10, 10, block_size=3)  # 6 of 16, 4 cut short
+        0.375
+        >>> block_sparsity(causal, 1, 1)
+        0.0
     """
-    check_callable(mask_mod, "mask_mod")
-    T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
+    mask = dense_mask(mask_mod, T, S)  # (T, S), checks the arguments
     P = check_positive_int(block_size, "block_size")
-    block_mask = create_block_mask(mask_mod, 1, 1, T, S, device="cpu", BLOCK_SIZE=P)
-    return block_mask.sparsity() / 100.0
+    nT, nS = -(-T // P), -(-S // P)  # blocks along each side, the last may be short
+    padded = torch.zeros(nT * P, nS * P, dtype=torch.bool)
+    padded[:T, :S] = mask  # the padding attends nothing
+    attends = padded.view(nT, P, nS, P).any(dim=3).any(dim=1)  # (nT, nS)
+    return 1.0 - attends.sum().item() / (nT * nS)

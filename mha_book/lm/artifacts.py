@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -34,7 +33,8 @@ from typing import TypeVar
 import numpy
 import torch
 
-from mha_book._digest import code_digest
+from mha_book._digest import code_digest, module_files
+from mha_book.lm.keying import digest
 
 __all__ = [
     "ARTIFACTS_ENV",
@@ -63,54 +63,6 @@ def package_digest(modules: Sequence[str] | None = None) -> str:
     """
     versions = f"torch {torch.__version__} numpy {numpy.__version__}"
     return digest(code_digest(modules), versions)
-
-
-def _update(h, value: object) -> None:
-    """Feed ``value`` into the hash, tensors by dtype, shape and bytes."""
-    if isinstance(value, torch.Tensor):
-        t = value.detach().cpu().contiguous()
-        h.update(f"tensor|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(value, numpy.ndarray):  # its bytes: str() elides large arrays
-        if value.dtype.hasobject:
-            raise TypeError(
-                "digest: a numpy array of Python objects has no bytes to hash"
-            )
-        a = numpy.ascontiguousarray(value)
-        h.update(f"ndarray|{a.dtype.str}|{a.shape}|".encode() + a.tobytes())
-    elif isinstance(value, (set, frozenset)):  # in an order that does not vary
-        h.update(f"set{len(value)}|".encode())
-        for item in sorted(value, key=repr):
-            _update(h, item)
-    elif isinstance(value, dict):
-        h.update(b"dict|")
-        for key in sorted(value, key=str):
-            h.update(f"{key}=".encode())
-            _update(h, value[key])
-    elif isinstance(value, (list, tuple)):
-        h.update(f"seq{len(value)}|".encode())
-        for item in value:
-            _update(h, item)
-    else:  # numbers, strings, None: their JSON text
-        h.update(json.dumps(value, default=str).encode() + b"|")
-
-
-def digest(*parts: object) -> str:
-    """SHA-256 of nested tensors, dicts, sequences and plain values.
-
-    Example:
-        >>> digest({"a": torch.zeros(2)}) == digest({"a": torch.zeros(2)})
-        True
-        >>> digest(torch.zeros(2)) == digest(torch.zeros(2, dtype=torch.float64))
-        False
-        >>> a = numpy.arange(10000); b = a.copy(); b[5000] = -1
-        >>> digest(a) == digest(b)  # every element counts, not a summary
-        False
-    """
-    h = hashlib.sha256()
-    for part in parts:
-        _update(h, part)
-    return h.hexdigest()
 
 
 @contextlib.contextmanager
@@ -167,7 +119,10 @@ def cached(
         ``(result, True)`` if it was loaded, ``(result, False)`` if computed.
 
     Raises:
-        ValueError: If ``name`` is not a plain file name.
+        ValueError: If ``name`` is not a plain file name, or ``code`` names a
+            module the package does not have.
+        TypeError: If ``code`` is not a list of names, or ``key`` holds a
+            value with no faithful digest (:func:`~mha_book.lm.keying.digest`).
         NotADirectoryError: If ``MHA_BOOK_ARTIFACTS`` names something that is
             not a folder.
     """
@@ -179,6 +134,10 @@ def cached(
         raise ValueError(
             f"name must be a plain file name (letters, digits, '_', '-', '.'), got {name!r}"
         )
+    # Checked with or without a folder, so a key refused in the book's build
+    # is refused everywhere.
+    threads = torch.get_num_threads()  # results of float sums depend on it
+    stamp = digest(package_digest(_code_modules(code, compute)), name, threads, key)
     folder = os.environ.get(ARTIFACTS_ENV)
     if not folder:
         return compute(), False
@@ -188,9 +147,6 @@ def cached(
             f"{ARTIFACTS_ENV} must name a folder; {folder} is not one"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    threads = torch.get_num_threads()  # results of float sums depend on it
-    modules = code if code is not None else [compute.__module__]
-    stamp = digest(package_digest(modules), name, threads, key)
     path = folder / f"{name}-{stamp[:24]}.pt"
     with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
@@ -201,6 +157,25 @@ def cached(
         result = compute()
         _store(path, result, save)
         return result, False
+
+
+def _code_modules(code: object, compute: Callable) -> list[str]:
+    """``code`` checked: package modules that exist, in a list (a str is refused,
+    since its letters would be read as module names). Without it,
+    ``compute``'s module if it is the package's; else (a function of a
+    notebook or a test) every module, so that no code change is missed."""
+    known = module_files()
+    if code is None:
+        module = getattr(compute, "__module__", "") or ""
+        return [module] if module in known else list(known)
+    if isinstance(code, (str, bytes)) or not isinstance(code, Sequence) or not code:
+        raise TypeError(f"code must be a non-empty list of module names, got {code!r}")
+    unknown = [name for name in code if name not in known]
+    if unknown:
+        raise ValueError(
+            f"code must name modules of the package, got {unknown} (no such module)"
+        )
+    return list(code)
 
 
 def shared_out(

@@ -14,9 +14,16 @@ can be reserved, and then adds one token per step until its output is done.
 - ``"oracle"``: it reserves exactly its final length (a bound no real
   server reaches: it would need to know the output length);
 - ``"paged"``: blocks of ``block_size`` slots are taken as tokens arrive, and
-  a request starts only if 1 % of the blocks stay free. When
-  a running request needs a block and none is free, the request started last
-  is sent back to the queue, its blocks freed (vLLM's recomputation).
+  a request starts only if 1 % of the blocks stay free (vLLM's watermark,
+  which keeps room for the running requests to grow; with none running
+  there is nothing to keep it for, and the first waiting request starts).
+  When a running request needs a block and none is free, the request started
+  last is sent back to the queue, its blocks freed (vLLM's recomputation).
+
+Every simulation ends within ``sum(output_len)`` steps: the oldest running
+request is never sent back (a request alone fits, since ``capacity >=
+max_len``), so each step adds at least one token, and a request sent back
+keeps the tokens it had.
 
 The share of reserved slots that hold a token, averaged over the steps, is
 the figure Kwon et al. report; the mean number of requests running at once
@@ -147,6 +154,7 @@ def simulate_serving(
     tokens = [prompt for prompt, _ in reqs]  # each request's tokens so far
     running: dict[int, int] = {}  # running request -> slots reserved, oldest first
     done = steps = preempted = recomputed = 0
+    bound = sum(output for _, output in reqs)
     used_sum = reserved_sum = running_sum = 0
     while done < len(reqs):
         while queue:  # start waiting requests while their memory fits
@@ -155,7 +163,7 @@ def simulate_serving(
                 need = -(-(tokens[r] + 1) // P) * P
             else:
                 need = _reserved(*reqs[r], reservation, max_len)
-            if sum(running.values()) + need + spare > capacity:
+            if running and sum(running.values()) + need + spare > capacity:
                 break
             running[queue.pop(0)] = need
         for r in list(running):  # one decoding step: each running request adds a token
@@ -177,6 +185,8 @@ def simulate_serving(
                 running[r] += P
             tokens[r] += 1
         steps += 1
+        if steps > bound:  # cannot happen (see the module docstring): never loop on
+            raise RuntimeError(f"simulate_serving ran past its bound of {bound} steps")
         used_sum += sum(tokens[r] for r in running)
         reserved_sum += sum(running.values())
         running_sum += len(running)
