@@ -237,3 +237,33 @@ def check_callable(fn: object, name: str) -> None:
     """Raise ``TypeError`` unless ``fn`` can be called."""
     if not callable(fn):
         raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+
+
+def check_fits_memory(nbytes: int, name: str, device=None) -> None:
+    """Refuse an allocation of ``nbytes`` that the device could never hold, before
+    it is tried: on the CPU the machine's physical memory, on a GPU its total.
+
+    Example:
+        >>> check_fits_memory(2**20, "capacity")
+        >>> check_fits_memory(2**70, "capacity")
+        Traceback (most recent call last):
+        ...
+        ValueError: capacity would need 1.07e+09 TiB of memory, more than this cpu has (...)
+    """
+    device = torch.device("cpu" if device is None else device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(device).total_memory
+    elif device.type == "cpu":
+        import os
+
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover: not POSIX
+            return
+    else:
+        return  # meta and other devices: nothing to hold
+    if nbytes > total:
+        raise ValueError(
+            f"{name} would need {nbytes / 2**40:.3g} TiB of memory, more than this "
+            f"{device.type} has ({total / 2**30:.1f} GiB)"
+        )

@@ -162,6 +162,7 @@ def check_step_inputs(
     check_same_dtype_device("the module's parameters", mha.q_proj.weight, "x", x)
     check_need_weights(need_weights)
     B, T = (x.shape[0], x.shape[1]) if mha.batch_first else (x.shape[1], x.shape[0])
+    kv_cache.check_layer(mha.rope)
     past = kv_cache.seq_len
     cached = kv_cache.keys  # not None once past > 0
     if past and cached is not None and cached.shape[0] != B:

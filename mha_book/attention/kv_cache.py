@@ -141,6 +141,11 @@ class KVCache:
             self.values = torch.cat([self.values, v], dim=-2)  # (B, Hkv, S + T, Dv)
         return self.keys, self.values
 
+    def check_layer(self, rope) -> None:
+        """Refuse a layer this cache cannot serve (``rope``: the layer's
+        :class:`~mha_book.attention.rope.RotaryEmbedding` or None); this one
+        serves any layer."""
+
     def reset(self) -> None:
         """Empty the cache (start a new sequence)."""
         self.keys = self.values = None

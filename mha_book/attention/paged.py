@@ -22,7 +22,13 @@ from __future__ import annotations
 
 import torch
 
-from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
+from mha_book._checks import (
+    check_fits_memory,
+    check_positive_int,
+    check_rank,
+    check_tensor,
+    fmt_shape,
+)
 
 __all__ = ["BlockPool", "PagedKVCache"]
 
@@ -70,17 +76,23 @@ class BlockPool:
         D = check_positive_int(head_dim, "head_dim")
         self.block_size, self.num_blocks = P, capacity // P
         shape = (self.num_blocks, Hkv, P, D)
+        nbytes = 2 * capacity * Hkv * D * torch.empty((), dtype=dtype).element_size()
+        check_fits_memory(nbytes, "capacity", device)  # keys and values
         self.keys = torch.zeros(shape, dtype=dtype, device=device)  # (N, Hkv, P, D)
         self.values = torch.zeros(shape, dtype=dtype, device=device)  # (N, Hkv, P, D)
         self._free = list(range(self.num_blocks))[::-1]  # pop() gives 0, 1, ...
+        # Who holds each block in use (a PagedKVCache, or None for a block
+        # taken by hand), as vLLM's block manager knows each block's users.
+        self._holders: dict[int, object] = {}
 
     @property
     def num_free(self) -> int:
         """Blocks not held by any sequence."""
         return len(self._free)
 
-    def allocate(self) -> int:
-        """Take a free block; return its index in the pool.
+    def allocate(self, holder: object = None) -> int:
+        """Take a free block for ``holder`` (a cache; None: the caller); return
+        its index in the pool.
 
         Raises:
             RuntimeError: If every block is in use (the pool is full).
@@ -90,19 +102,39 @@ class BlockPool:
                 f"the pool is full: all {self.num_blocks} blocks of "
                 f"{self.block_size} tokens are in use; free a sequence first"
             )
-        return self._free.pop()
+        block = self._free.pop()
+        self._holders[block] = holder
+        return block
 
-    def free(self, blocks: list[int]) -> None:
-        """Give blocks back to the pool (a sequence finished)."""
-        if len(set(blocks)) != len(blocks):
-            raise ValueError(f"blocks must not repeat a block, got {blocks}")
+    def free(self, blocks: list[int], holder: object = None) -> None:
+        """Give blocks back to the pool. A block a cache holds is given back by
+        that cache (:meth:`PagedKVCache.release`), never from under it.
+
+        Raises:
+            TypeError: If ``blocks`` is not a list of ints.
+            ValueError: If a block repeats, is not in use, or is held by
+                another holder than ``holder``.
+        """
+        if isinstance(blocks, (str, bytes)) or not isinstance(blocks, (list, tuple)):
+            raise TypeError(
+                f"blocks must be a list of block indices, got {type(blocks).__name__}"
+            )
         for b in blocks:
             if isinstance(b, bool) or not isinstance(b, int):
                 raise TypeError(f"blocks must hold ints, got {type(b).__name__}")
-            if not 0 <= b < self.num_blocks or b in self._free:
+            if b not in self._holders:
                 raise ValueError(
-                    f"blocks must be held blocks in [0, {self.num_blocks}), got {b}"
+                    f"blocks must be blocks in use, in [0, {self.num_blocks}), got {b}"
                 )
+            if self._holders[b] is not holder:
+                raise ValueError(
+                    f"block {b} is held by {self._holders[b]!r}: release that "
+                    "cache instead of freeing its blocks from under it"
+                )
+        if len(set(blocks)) != len(blocks):
+            raise ValueError(f"blocks must not repeat a block, got {list(blocks)}")
+        for b in blocks:
+            del self._holders[b]
         self._free.extend(reversed(blocks))
 
     def __repr__(self) -> str:
@@ -164,7 +196,7 @@ class PagedKVCache:
             raise RuntimeError(
                 f"the pool is full: {needed} more blocks needed, {pool.num_free} free"
             )
-        self.block_table += [pool.allocate() for _ in range(needed)]
+        self.block_table += [pool.allocate(self) for _ in range(needed)]
         t = torch.arange(self.length, self.length + T)  # (T,) logical positions
         blocks = torch.tensor(self.block_table)[t // P]  # (T,) physical blocks
         pool.keys[blocks, :, t % P] = k.transpose(0, 1)  # (T, Hkv, D) into the slots
@@ -184,7 +216,7 @@ class PagedKVCache:
 
     def release(self) -> None:
         """Give the blocks back to the pool (the sequence finished)."""
-        self.pool.free(self.block_table)
+        self.pool.free(self.block_table, holder=self)
         self.block_table, self.length = [], 0
 
     def __repr__(self) -> str:

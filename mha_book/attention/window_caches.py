@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from mha_book._checks import check_positive_int, fmt_shape
+from mha_book._checks import check_fits_memory, check_positive_int, fmt_shape
 from mha_book.attention.kv_cache import KVCache
 from mha_book.attention.mask_helpers import sliding_window_mask
 from mha_book.attention.rope import RotaryEmbedding, apply_rotary
@@ -113,6 +113,9 @@ class RollingKVCache(KVCache):
         _check_new(self, k, v)
         T, W = k.shape[-2], self.window
         if self.keys is None:  # (B, Hkv, W, D) rings, filled as tokens arrive
+            B, Hkv = k.shape[:2]
+            slots = B * Hkv * W * (k.shape[-1] + v.shape[-1])
+            check_fits_memory(slots * k.element_size(), "window", k.device)
             self.keys = k.new_zeros(*k.shape[:2], W, k.shape[-1])
             self.values = v.new_zeros(*v.shape[:2], W, v.shape[-1])
         assert self.values is not None
@@ -228,6 +231,19 @@ class SinkKVCache(KVCache):
             )
             self.evicted += 1
         return super().update(k, v)  # checks k and v, appends: (B, Hkv, <= C, D)
+
+    def check_layer(self, rope) -> None:
+        """Refuse a layer whose rotation is not the cache's: a key moved down
+        one position must be rotated back by the layer's own RoPE, and by none
+        when the layer has none."""
+        mine = None if self.rope is None else (self.rope.base, self.rope.rotary_dim)
+        theirs = None if rope is None else (rope.base, rope.rotary_dim)
+        if mine != theirs:
+            raise ValueError(
+                "kv_cache must rotate keys as the layer does: build it with "
+                f"SinkKVCache(..., rope=layer.rope); the layer's rope is {rope}, "
+                f"the cache's {self.rope}"
+            )
 
     def reset(self) -> None:
         """Empty the cache (start a new sequence)."""

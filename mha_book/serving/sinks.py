@@ -65,6 +65,16 @@ def sink_shares(
         rows = w[:, :, skip:].to(torch.float64)  # (B, H, T', S)
         if not torch.isfinite(rows).all():
             raise ValueError(f"weights[{i}] must be finite, got NaN or inf")
+        sums = rows.sum(-1)  # (B, H, T'): 1 for attention weights
+        if (rows < 0).any() or not torch.allclose(
+            sums, torch.ones_like(sums), atol=1e-3
+        ):
+            raise ValueError(
+                f"weights[{i}] must be attention weights (no negative entry, each "
+                f"row summing to 1), got entries down to {rows.min().item():.3g} "
+                f"and row sums from {sums.min().item():.4g} to {sums.max().item():.4g}: "
+                "softmax the scores first"
+            )
         shares.append(rows[..., :first].sum(-1).mean(dim=(0, 2)))  # (H,)
         allowed = (rows > 0).sum(-1).clamp(min=1).to(torch.float64)  # (B, H, T')
         evens.append((allowed.clamp(max=first) / allowed).mean(dim=(0, 2)))  # (H,)
