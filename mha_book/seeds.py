@@ -61,12 +61,36 @@ class Spread:
         return median(self.values)
 
     def range_text(self, fmt: str = "{:.2f}") -> str:
-        """``lo–hi`` formatted with ``fmt`` (one value when they agree at that precision)."""
-        lo, hi = fmt.format(self.lo), fmt.format(self.hi)
-        return lo if lo == hi else f"{lo}–{hi}"
+        """``lo–hi`` formatted with ``fmt`` (one value when they agree at that
+        precision); ``[lo, hi]`` when the low end carries a sign, where a dash
+        would read as a minus. A zero never carries a minus.
+
+        Example:
+            >>> Spread(seeds=(0, 1), values=(0.12, 0.3)).range_text()
+            '0.12–0.30'
+            >>> Spread(seeds=(0, 1), values=(-0.012, -0.001)).range_text()
+            '[-0.01, 0.00]'
+            >>> Spread(seeds=(0,), values=(-0.001,)).range_text()
+            '0.00'
+            >>> Spread(seeds=(0, 1), values=(0.1, 0.4)).range_text("{:+.1f}")
+            '[+0.1, +0.4]'
+        """
+        lo, hi = (_no_negative_zero(fmt.format(v)) for v in (self.lo, self.hi))
+        if lo == hi:
+            return lo
+        return f"[{lo}, {hi}]" if lo[:1] in "+-" else f"{lo}–{hi}"
 
     def __str__(self) -> str:
         return f"{self.range_text()} over {len(self.seeds)} seeds"
+
+
+def _no_negative_zero(text: str) -> str:
+    """``-0.00`` as ``0.00`` (``+0.00`` for a signed format): a value that rounds to
+    zero has no sign."""
+    digits = text.lstrip("+-")
+    if text[:1] == "-" and not any(c in "123456789" for c in digits):
+        return digits
+    return text
 
 
 def over_seeds(

@@ -26,6 +26,7 @@ import pybtex.plugin
 import sphinxcontrib.bibtex.plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
+from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitle
 from pybtex.style.template import (
     FieldIsMissing,
     Node,
@@ -89,6 +90,20 @@ def _names(children, context, role, words):
     return joined[shown].format_data(context)
 
 
+class UnbracedSorting(AuthorYearTitle):
+    """plain's order (author, year, title) with an author written in braces, an
+    organisation (``{DeepSeek-AI}``), sorted by its name: "{" sorts after "z".
+
+    Example:
+        >>> from pybtex.database import Person
+        >>> UnbracedSorting().person_key(Person("{NVIDIA}"))
+        'nvidia    '
+    """
+
+    def person_key(self, person):
+        return super().person_key(person).replace("{", "").replace("}", "")
+
+
 class BookStyle(PlainStyle):
     """pybtex's ``plain`` with the words of one edition (``lang``).
 
@@ -109,6 +124,7 @@ class BookStyle(PlainStyle):
     """
 
     lang = "en"
+    default_sorting_style = "book_author_year_title"
 
     @property
     def words(self) -> dict[str, str]:
@@ -207,6 +223,9 @@ class AuthorYearZh(AuthorYearReferenceStyle):
     person: PersonStyle = field(default_factory=_zh_person)
 
 
+pybtex.plugin.register_plugin(
+    "pybtex.style.sorting", "book_author_year_title", UnbracedSorting
+)
 for _lang, _list_style, _cite_style in (
     ("en", BookStyleEn, AuthorYearEn),
     ("zh", BookStyleZh, AuthorYearZh),
