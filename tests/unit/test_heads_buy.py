@@ -23,6 +23,7 @@ from mha_book.lm.heads.pruning import (
 from mha_book.lm.heads.recall import RecallConfig, RecallModel, cache_numbers_per_token
 from mha_book.lm.heads.task import RecallTask, recall_batch
 from mha_book.lm.heads.train import recall_accuracy, train_recall, train_recall_runs
+from mha_book.lm.training import torch_threads
 
 TASK = RecallTask(num_pairs=4, num_keys=6, num_values=3)
 
@@ -195,9 +196,10 @@ def test_attention_heads_of_the_translator_and_an_mla_model():
 
 def test_two_heads_learn_the_task_far_above_chance():
     task = RecallTask(num_pairs=3, num_keys=4, num_values=3)
-    run, loaded = train_recall(
-        RecallConfig(task, 16, 2), steps=80, batch_size=64, lr=2e-2
-    )
+    with torch_threads(1):  # tiny matrices: a second thread only waits
+        run, loaded = train_recall(
+            RecallConfig(task, 16, 2), steps=80, batch_size=64, lr=2e-2
+        )
     assert not loaded and run.accuracy > 0.95
     untrained = recall_accuracy(RecallModel(RecallConfig(task, 16, 2)))
     assert untrained < 0.5 and 0.95 > 8 * task.chance
@@ -213,3 +215,29 @@ def test_runs_are_stored_once_and_loaded_identically(tmp_path, monkeypatch):
         second.model.state_dict().values(), first["h2"][1].model.state_dict().values()
     ):
         assert torch.equal(a, b)
+
+
+def test_prune_order_and_recall_loss():
+    from mha_book.lm.heads.measures import recall_loss
+    from mha_book.lm.heads.pruning import prune_order
+
+    assert prune_order({("a", 0): 2.0, ("a", 1): -1.0}) == [("a", 1), ("a", 0)]
+    torch.manual_seed(0)
+    model = RecallModel(RecallConfig(TASK, 16, 2))
+    b = recall_batch(TASK, 50, torch.Generator().manual_seed(2))
+    want = nn.functional.cross_entropy(model(b), b.answer)
+    assert torch.allclose(recall_loss(model, b), want)
+
+
+def test_sweep_configs_differ_only_in_attention():
+    from mha_book.lm.heads.sweeps import head_configs, sharing_configs
+
+    configs = {**head_configs(), **sharing_configs()}
+    assert len({c.task for c in configs.values()}) == 1
+    assert len({c.embed_dim for c in configs.values()}) == 1
+    assert sharing_configs()["MHA"] == head_configs()["H=8"]
+    counts = {
+        name: sum(p.numel() for p in RecallModel(c).parameters())
+        for name, c in head_configs().items()
+    }
+    assert len(set(counts.values())) == 1  # equal parameters at every head count

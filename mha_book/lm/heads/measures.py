@@ -27,6 +27,7 @@ from mha_book.lm.heads.train import TEST_SEED, recall_accuracy
 
 __all__ = [
     "equal_parameters",
+    "recall_loss",
     "retrieval_shares",
     "ablation_accuracies",
     "numerical_rank",
@@ -61,6 +62,24 @@ def _batch(model: RecallModel, batch: RecallBatch | None, n: int) -> RecallBatch
     if batch is not None:
         return batch
     return recall_batch(model.config.task, n, torch.Generator().manual_seed(TEST_SEED))
+
+
+def recall_loss(model: RecallModel, batch: RecallBatch | None = None) -> torch.Tensor:
+    """The cross-entropy of the right answers on ``batch`` (default: 2000
+    test examples), differentiable: the loss that scores heads for pruning.
+
+    Shape:
+        - output: ``()``
+
+    Example:
+        >>> from mha_book.lm.heads.recall import RecallConfig
+        >>> from mha_book.lm.heads.task import RecallTask
+        >>> model = RecallModel(RecallConfig(RecallTask(4, 6, 3), 16, 2))
+        >>> recall_loss(model).shape
+        torch.Size([])
+    """
+    batch = _batch(model, batch, 2000)
+    return torch.nn.functional.cross_entropy(model(batch), batch.answer)
 
 
 def retrieval_shares(

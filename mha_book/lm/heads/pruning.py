@@ -37,6 +37,7 @@ __all__ = [
     "head_importance",
     "pruning_curve",
     "random_order",
+    "prune_order",
 ]
 
 Head = tuple[str, int]  # (module name in the model, head index)
@@ -229,3 +230,18 @@ def random_order(model: nn.Module, seed: int = 0) -> list[Head]:
     heads = attention_heads(model)
     random.Random(seed).shuffle(heads)
     return heads
+
+
+def prune_order(importance: Mapping[Head, float]) -> list[Head]:
+    """The heads of ``importance`` from the least important to the most: the
+    order in which to remove them.
+
+    Example:
+        >>> prune_order({("a", 0): 0.5, ("a", 1): 0.1, ("b", 0): 0.3})
+        [('a', 1), ('b', 0), ('a', 0)]
+    """
+    if not isinstance(importance, Mapping):
+        raise TypeError(
+            f"importance must map (name, head) to a score, got {type(importance).__name__}"
+        )
+    return sorted(importance, key=lambda head: importance[head])

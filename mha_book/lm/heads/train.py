@@ -104,7 +104,7 @@ def train_recall(
     config: RecallConfig,
     *,
     steps: int = 150,
-    batch_size: int = 256,
+    batch_size: int = 128,
     lr: float = 1e-2,
     seed: int = 0,
     wait: bool = True,
