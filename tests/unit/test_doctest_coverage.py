@@ -16,6 +16,7 @@ OTHER = "changes how the notebook kernel shows errors, or draws a widget"
 WITHOUT_DOCTEST = {
     "mha_book.lm.recipes.shakespeare_decoder": TRAINS,
     "mha_book.lm.recipes.tang_poem_decoder": TRAINS,
+    "mha_book.seq2seq.recipes.date_translator": TRAINS,
     "mha_book.lm.training.train": TRAINS,
     "mha_book.seq2seq.training.train_translator": TRAINS,
     "mha_book.seq2seq.training.train_translators": TRAINS,
