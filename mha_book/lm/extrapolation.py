@@ -174,6 +174,12 @@ def train_short_test_long(
     budget = _Budget(steps=steps, batch_size=batch_size, lr=lr, seed=seed)
 
     def run(scheme: str) -> ExtrapolationRun:
+        # The caller's random state is left as it was, so the cells after a
+        # page's runs print the same whether each run was stored or made.
+        with torch.random.fork_rng(devices=[]):
+            return seeded_run(scheme)
+
+    def seeded_run(scheme: str) -> ExtrapolationRun:
         max_len = train_len if scheme == "learned" else max(lengths)
         config = DecoderConfig(**settings, max_len=max_len, positions=scheme)
         torch.manual_seed(seed)

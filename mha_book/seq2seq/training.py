@@ -70,6 +70,13 @@ def date_batch(
     return src, torch.cat([start, tgt_out[:, :-1]], 1), tgt_out
 
 
+def _forked(fn, *args):
+    """``fn(*args)`` with torch's global random state restored afterwards: a
+    page's later cells print the same whether the run was stored or made."""
+    with torch.random.fork_rng(devices=[]):
+        return fn(*args)
+
+
 def _train(
     config, dates, vocab, steps, batch_size, lr, seed, progress
 ) -> TrainedTranslator:
@@ -146,7 +153,9 @@ def train_translator(
     return cached(
         "translator",
         key,
-        lambda: _train(config, dates, vocab, steps, batch_size, lr, seed, progress),
+        lambda: _forked(
+            _train, config, dates, vocab, steps, batch_size, lr, seed, progress
+        ),
         save=save,
         load=load,
         wait=wait,

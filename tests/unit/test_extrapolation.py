@@ -88,3 +88,18 @@ def test_bad_arguments_are_named():
         train_short_test_long(IDS, IDS, **TINY, schemes=("rotary",))
     with pytest.raises(ValueError, match=r"factors must start with 1"):
         train_short_test_long(IDS, IDS, **{**TINY, "factors": (2, 4)})
+
+
+def test_a_run_made_or_stored_leaves_the_callers_random_state_alone(
+    tmp_path, monkeypatch
+):
+    """A page that loads some stored runs and makes the rest must print, in its
+    later cells, what a clean build prints: a run changes no global state."""
+    monkeypatch.setenv(artifacts.ARTIFACTS_ENV, str(tmp_path))
+    after = []
+    for _ in range(2):  # made, then stored
+        torch.manual_seed(123)
+        train_short_test_long(IDS, IDS, **TINY, schemes=("alibi",))
+        after.append(torch.rand(3))
+    torch.manual_seed(123)
+    assert torch.equal(after[0], torch.rand(3)) and torch.equal(after[1], after[0])

@@ -151,8 +151,9 @@ def test_the_build_report_shows_no_empty_page_weight_section(tmp_path):
 
     unmeasured = page_weight_section(tmp_path)
     assert "Page weight" not in unmeasured and "<p>" not in unmeasured
-    (tmp_path / PAGE_WEIGHT).write_text("{not json", encoding="utf-8")
-    assert "<p>" not in page_weight_section(tmp_path)  # heals: measure again
+    for damaged in ("{not json", "[]", "null", "[1, 2]", '{"site": 1, "budget": []}'):
+        (tmp_path / PAGE_WEIGHT).write_text(damaged, encoding="utf-8")
+        assert "<p>" not in page_weight_section(tmp_path)  # heals: measure again
 
 
 def test_the_page_weight_table_is_shown_only_for_the_build_it_measured(tmp_path):

@@ -34,24 +34,42 @@ def test_the_running_header_is_a_css_string():
     assert "counter-increment: page 12" in css
 
 
-def test_pruning_keeps_the_newest_results_of_each_kind(tmp_path):
+def stored(tmp_path, ages: dict[str, float]):
     store = tmp_path / "artifacts"
-    store.mkdir()
-    for age, name in enumerate(["train-a", "poems-a", "train-b", "train-c", "train-d"]):
+    store.mkdir(exist_ok=True)
+    for name, when in ages.items():
         (store / f"{name}.pt").write_text(name)
         (store / f"{name}.lock").touch()
-        os.utime(store / f"{name}.pt", (1000 - age, 1000 - age))  # a is newest
-    removed = prune_caches(tmp_path, langs=(), keep=2)
-    assert sorted(p.name for p in removed) == ["train-c.pt", "train-d.pt"]
-    kept = sorted(p.name for p in store.iterdir())
-    assert kept == [
-        "poems-a.lock",
-        "poems-a.pt",
-        "train-a.lock",
-        "train-a.pt",
-        "train-b.lock",
-        "train-b.pt",
-    ]
+        os.utime(store / f"{name}.pt", (when, when))
+    return store
+
+
+def cache_begun(tmp_path, name: str, began: float, used: float):
+    cache = tmp_path / "jupyter_cache" / name
+    cache.mkdir(parents=True)
+    for file, when in (("global.db", began), ("executed.ipynb", used)):
+        (cache / file).touch()
+        os.utime(cache / file, (when, when))
+    os.utime(cache, (used, used))
+
+
+def test_pruning_keeps_every_result_a_kept_cache_may_use(tmp_path):
+    """Chapter 14 uses five runs of one kind: a no-change build that pruned
+    to three of each kind deleted two that its pages still used."""
+    runs = {f"extrapolation-{i}": 1000 + i for i in range(5)}
+    store = stored(tmp_path, {**runs, "train-older": 500})
+    cache_begun(tmp_path, "zh-aaaa", began=900, used=2000)
+    cache_begun(tmp_path, "zh-bbbb", began=100, used=50)  # least recently used
+    removed = prune_caches(tmp_path, langs=("zh",), keep=1)
+    assert sorted(p.name for p in removed) == ["train-older.pt", "zh-bbbb"]
+    assert sorted(p.stem for p in store.glob("*.pt")) == sorted(runs)
+    assert not (store / "train-older.lock").exists()
+
+
+def test_pruning_without_any_cache_keeps_every_result(tmp_path):
+    store = stored(tmp_path, {"train-a": 10, "train-b": 20})
+    assert prune_caches(tmp_path, langs=(), keep=2) == []
+    assert len(list(store.glob("*.pt"))) == 2
 
 
 def test_pruning_never_removes_what_this_build_used(tmp_path):

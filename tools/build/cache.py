@@ -12,35 +12,25 @@ from pathlib import Path
 from .common import LANGS
 
 # Execution caches kept per language (one per package digest), most recently
-# used first; older ones are pruned after a successful build.
+# used first; older ones, and the stored results none of the kept ones can
+# use, are pruned after a successful build.
 CACHES_KEPT = 3
 
 
 def prune_caches(
     build: Path, langs=LANGS, keep: int = CACHES_KEPT, used_since: float | None = None
 ) -> list[Path]:
-    """Delete all but the ``keep`` most recently used caches of each language,
-    and of the stored results (mha_book.lm.artifacts names them
-    ``<kind>-<digest>.pt``) all that this build used (loaded or made: their
-    time is at or after ``used_since``, the build's start) and, of the others,
-    the ``keep`` most recently used of each kind."""
-    removed = []
-    stored = sorted(
-        (build / "artifacts").glob("*.pt"),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    seen: dict[str, int] = {}
-    for old in stored:
-        if used_since is not None and old.stat().st_mtime >= used_since:
-            continue  # this build's: never pruned, and not counted
-        kind = old.stem.rsplit("-", 1)[0]
-        seen[kind] = seen.get(kind, 0) + 1
-        if seen[kind] > keep:
-            old.unlink(missing_ok=True)
-            old.with_suffix(".lock").unlink(missing_ok=True)
-            old.with_suffix(".sha256").unlink(missing_ok=True)
-            removed.append(old)
+    """Delete all but the ``keep`` most recently used execution caches of each
+    language, then the stored results (mha_book.lm.artifacts names them
+    ``<kind>-<digest>.pt``) that no kept cache can use.
+
+    A page's execution touches every result it loads or makes, so a result
+    that a kept cache's pages used was touched after that cache began. A
+    result is kept when it was touched at or after the start of the oldest
+    kept cache, or of this build (``used_since``): never one a page of the
+    book still uses, however many of its kind there are (chapter 14 uses
+    five runs)."""
+    removed, kept_since = [], used_since
     for lang in langs:
         caches = sorted(
             (build / "jupyter_cache").glob(f"{lang}-*"),
@@ -50,7 +40,23 @@ def prune_caches(
         for old in caches[keep:]:
             shutil.rmtree(old, ignore_errors=True)
             removed.append(old)
+        for cache in caches[:keep]:
+            began = began_at(cache)
+            kept_since = began if kept_since is None else min(kept_since, began)
+    if kept_since is None:
+        return removed  # nothing says what is in use: keep every result
+    for old in (build / "artifacts").glob("*.pt"):
+        if old.stat().st_mtime < kept_since:
+            for path in (old, old.with_suffix(".lock"), old.with_suffix(".sha256")):
+                path.unlink(missing_ok=True)
+            removed.append(old)
     return removed
+
+
+def began_at(folder: Path) -> float:
+    """When ``folder`` was begun: the time of its oldest file (or its own)."""
+    times = [p.stat().st_mtime for p in folder.rglob("*") if p.is_file()]
+    return min(times, default=folder.stat().st_mtime)
 
 
 @contextlib.contextmanager

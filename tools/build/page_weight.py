@@ -62,9 +62,13 @@ def page_weight_section(build: Path) -> str:
         return empty
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"a {type(data).__name__}, not a mapping")
         measured_site = data["site"]
         budget_note = budget_paragraph(data["budget"])
-    except (ValueError, KeyError) as exc:  # an older or damaged file: measure again
+        weight_table(data["pages"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        # an older or damaged file: measure again
         print(
             f"warning: ignoring {path} ({type(exc).__name__}: {exc})", file=sys.stderr
         )
