@@ -134,6 +134,8 @@ def check_token_ids(
     """
     ids = check_tensor(ids, name)
     check_rank(ids, name, rank, symbols)
+    if ids.is_meta:
+        raise ValueError(f"{name} must hold token ids, got a tensor on the meta device")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     if vocab_size is not None and ids.numel():

@@ -35,8 +35,35 @@ def translate(model: Translator, sources: Sequence[str], vocab: list[str]) -> li
         >>> [len(out) for out in translate(model.eval(), ["2/12/2026", "1950"], vocab)]
         [10, 10]
     """
+    _check_vocab(model, vocab)
     src = encode_texts(sources, vocab)  # (B, S)
     return decode_ids(model.greedy(src, len(TARGET_FIELDS), cached=True), vocab)
+
+
+def _check_vocab(model: Translator, vocab: Sequence[str]) -> None:
+    """The vocabulary must be the model's: one id per row of its embedding."""
+    if not isinstance(model, Translator):
+        raise TypeError(f"model must be a Translator, got {type(model).__name__}")
+    if len(vocab) != model.config.vocab_size:
+        raise ValueError(
+            f"vocab must be the model's, of vocab_size = {model.config.vocab_size} "
+            f"symbols, got {len(vocab)}"
+        )
+
+
+def _check_examples(examples: object) -> Sequence[DateExample]:
+    if isinstance(examples, (str, bytes)) or not isinstance(examples, Sequence):
+        raise TypeError(
+            "examples must be a list of DateExample records (render_date), got "
+            f"{type(examples).__name__}"
+        )
+    for i, ex in enumerate(examples):
+        if not isinstance(ex, DateExample):
+            raise TypeError(
+                f"examples[{i}] must be a DateExample (render_date), got "
+                f"{type(ex).__name__}"
+            )
+    return examples
 
 
 def exact_matches(
@@ -54,6 +81,7 @@ def exact_matches(
         >>> len(exact_matches(model.eval(), examples, vocab))  # untrained: wrong
         2
     """
+    examples = _check_examples(examples)
     outputs = translate(model, [ex.source for ex in examples], vocab)
     return [out == ex.target for out, ex in zip(outputs, examples)]
 

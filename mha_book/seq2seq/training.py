@@ -61,6 +61,7 @@ def date_batch(
         (4, torch.Size([4, 10]), torch.Size([4, 10]))
     """
     check_positive_int(batch_size, "batch_size")
+    _check_dates(dates)
     examples = [
         render_date(rng.choice(dates), rng.choice(FORMATS)) for _ in range(batch_size)
     ]
@@ -68,6 +69,13 @@ def date_batch(
     tgt_out = encode_texts([ex.target for ex in examples], vocab)  # (B, T)
     start = torch.full((batch_size, 1), START)
     return src, torch.cat([start, tgt_out[:, :-1]], 1), tgt_out
+
+
+def _check_dates(dates: object) -> None:
+    if isinstance(dates, (str, bytes)) or not isinstance(dates, Sequence) or not dates:
+        raise ValueError(
+            f"dates must be a non-empty list of datetime.date, got {dates!r:.60}"
+        )
 
 
 def _forked(fn, *args):
@@ -125,6 +133,7 @@ def train_translator(
     None: except in the book's build).
     """
     check_positive_int(steps, "steps")
+    _check_dates(dates)
     key = (
         asdict(config),
         [d.isoformat() for d in dates],

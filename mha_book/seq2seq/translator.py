@@ -101,6 +101,7 @@ def decode_ids(ids: torch.Tensor, vocab: Sequence[str]) -> list[str]:
         >>> decode_ids(torch.tensor([[1, 5, 3, 2, 0]]), vocab)
         ['·20-·']
     """
+    check_token_ids(ids, "ids", 2, "(B, T)", len(vocab), "len(vocab)")
     rows: list[list[int]] = ids.tolist()
     return ["".join(vocab[i] if i > START else "·" for i in row) for row in rows]
 
@@ -157,7 +158,8 @@ class Translator(nn.Module):
         check_token_ids(src, "src", 2, "(B, S)", self.config.vocab_size)
         if src.shape[1] > self.config.max_len:
             raise ValueError(
-                f"src must be at most max_len = {self.config.max_len} long"
+                f"src must be at most max_len = {self.config.max_len} long, "
+                f"got S = {src.shape[1]}"
             )
         keep = src != PAD  # (B, S): the real characters
         mask = keep[:, None, None, :]  # (B, 1, 1, S): broadcast over heads, queries
@@ -178,6 +180,12 @@ class Translator(nn.Module):
         """Logits for every target position, and each layer's cross-attention weights."""
         memory, memory_mask = self.encode(src)  # (B, S, E), (B, 1, 1, S)
         check_token_ids(tgt, "tgt", 2, "(B, T)", self.config.vocab_size)
+        B, T, most = src.shape[0], tgt.shape[1], self.config.max_len
+        if tgt.shape[0] != B or T > most:
+            raise ValueError(
+                f"tgt must be (B, T) with src's B = {B} and T <= max_len = {most}, "
+                f"got {tuple(tgt.shape)}"
+            )
         y = self._embed(tgt)  # (B, T, E)
         cross = []
         for layer in self.decoder:

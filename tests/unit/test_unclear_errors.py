@@ -1,0 +1,64 @@
+"""Errors that name the argument and say what was expected, where the
+package used to fail deep inside torch or Python (round three)."""
+
+import datetime
+import random
+
+import pytest
+import torch
+
+from mha_book.seq2seq.dates import date_vocabulary, render_date
+from mha_book.seq2seq.measures import exact_matches, translate
+from mha_book.seq2seq.training import date_batch, train_translator
+from mha_book.seq2seq.translator import Translator, TranslatorConfig, decode_ids
+
+VOCAB = date_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def model():
+    config = TranslatorConfig(vocab_size=len(VOCAB), embed_dim=16)
+    return Translator(config).eval()
+
+
+@pytest.mark.parametrize(
+    ("ids", "kind", "says"),
+    [
+        ([[1, 2]], TypeError, "ids must be a torch.Tensor"),
+        (torch.tensor([1, 2]), ValueError, r"ids must have shape \(B, T\)"),
+        (torch.tensor([[10**4]]), ValueError, r"\[0, len\(vocab\)\)"),
+        (torch.tensor([[1.0]]), TypeError, "integer token ids"),
+    ],
+)
+def test_decode_ids_names_what_it_was_given(ids, kind, says):
+    with pytest.raises(kind, match=says):
+        decode_ids(ids, VOCAB)
+
+
+def test_the_translator_refuses_targets_that_do_not_fit(model):
+    src = torch.ones(2, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match="src's B = 2"):
+        model(src, torch.ones(3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="T <= max_len = 32"):
+        model(src, torch.ones(2, 40, dtype=torch.long))
+    with pytest.raises(ValueError, match="meta device"):
+        model(src.to("meta"), torch.ones(2, 3, dtype=torch.long))
+
+
+def test_measures_refuse_another_vocabulary_and_strings(model):
+    with pytest.raises(ValueError, match="vocab must be the model's"):
+        translate(model, ["1/2/2026"], VOCAB[:-1])
+    with pytest.raises(TypeError, match="examples must be a list of DateExample"):
+        exact_matches(model, "1/2/2026", VOCAB)
+    with pytest.raises(TypeError, match=r"examples\[0\] must be a DateExample"):
+        exact_matches(model, ["1/2/2026"], VOCAB)
+    example = render_date(datetime.date(2026, 12, 2), "num_dmy")
+    assert len(exact_matches(model, [example], VOCAB)) == 1
+
+
+def test_no_dates_is_refused_by_name():
+    with pytest.raises(ValueError, match="dates must be a non-empty list"):
+        date_batch([], random.Random(0), 4, VOCAB)
+    config = TranslatorConfig(vocab_size=len(VOCAB), embed_dim=16)
+    with pytest.raises(ValueError, match="dates must be a non-empty list"):
+        train_translator(config, [], VOCAB, steps=1)
