@@ -160,12 +160,12 @@ def flex_attend(
     """
     _check_flex_inputs(q, k, v)
     block_mask = None
+    B, H, T, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
     if mask_mod is not None:
-        check_callable(mask_mod, "mask_mod")
-        B, H, T, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+        _probe("mask_mod", mask_mod, (B, H, T, S))
         block_mask = create_block_mask(mask_mod, B, H, T, S, device=str(q.device))
     if score_mod is not None:
-        check_callable(score_mod, "score_mod")
+        _probe("score_mod", score_mod, (B, H, T, S), q.dtype)
     # The eager path still runs through torch._dynamo, which guards on whether
     # q, k and v are one tensor. In torch 2.13, when that guard fails and
     # recompile logging is on (as under pytest), explaining the failure raises
@@ -179,6 +179,29 @@ def flex_attend(
         out = flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask)
     assert isinstance(out, torch.Tensor)  # no return_lse
     return out
+
+
+def _probe(name: str, mod: object, sizes: tuple[int, int, int, int], dtype=None):
+    """Call ``mod`` once at the last batch row, head, query and key, where a
+    table too short for the batch (``padding``), the keys (``document``) or
+    the heads (``alibi``) runs out, and refuse by name what fails there or
+    returns no tensor, before FlexAttention traces it."""
+    check_callable(mod, name)
+    index = [torch.tensor(n - 1) for n in sizes]  # b, h, q_idx, kv_idx
+    args = index if dtype is None else [torch.tensor(0.0, dtype=dtype), *index]
+    try:
+        out = mod(*args)  # type: ignore[operator]
+    except (IndexError, TypeError, RuntimeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must accept {'(score, ' if dtype is not None else '('}b, h, "
+            f"q_idx, kv_idx) for (B, H, T, S) = {sizes}; at the last of each it "
+            f"raised {type(exc).__name__}: {exc}"
+        ) from None
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(
+            f"{name} must return a tensor (use & and | on the indices, not "
+            f"'and' or 'if'), got {type(out).__name__}"
+        )
 
 
 def _check_flex_inputs(q: object, k: object, v: object) -> None:
@@ -211,8 +234,9 @@ def dense_mask(
         >>> dense_mask(causal, 2, 3).shape, dense_mask(causal, 2, 3, B=4, H=2).shape
         (torch.Size([2, 3]), torch.Size([4, 2, 2, 3]))
     """
-    check_callable(mask_mod, "mask_mod")
     T, S = check_positive_int(T, "T"), check_positive_int(S, "S")
+    B, H = check_positive_int(B, "B"), check_positive_int(H, "H")
+    _probe("mask_mod", mask_mod, (B, H, T, S))
     mask = create_mask(mask_mod, B, H, T, S, device="cpu")  # (B, H, T, S)
     return mask[0, 0] if B == H == 1 else mask
 

@@ -62,3 +62,33 @@ def test_no_dates_is_refused_by_name():
     config = TranslatorConfig(vocab_size=len(VOCAB), embed_dim=16)
     with pytest.raises(ValueError, match="dates must be a non-empty list"):
         train_translator(config, [], VOCAB, steps=1)
+
+
+@pytest.mark.parametrize(
+    ("mods", "says"),
+    [
+        ({"mask_mod": "padding"}, r"mask_mod must accept.*IndexError"),
+        ({"mask_mod": "document"}, r"mask_mod must accept.*IndexError"),
+        ({"score_mod": "alibi"}, r"score_mod must accept.*IndexError"),
+        ({"mask_mod": "three args"}, r"mask_mod must accept.*TypeError"),
+    ],
+)
+def test_a_mod_that_does_not_fit_the_inputs_is_named(mods, says):
+    from mha_book.attention import flex
+
+    made = {
+        "padding": flex.padding(torch.tensor([3])),  # one length, two rows
+        "document": flex.document(torch.tensor([0, 0, 1])),  # 3 ids, 6 keys
+        "alibi": flex.alibi(3),  # 3 slopes, 4 heads
+        "three args": lambda b, h, q_idx: q_idx >= 0,
+    }
+    q = torch.randn(2, 4, 6, 8)
+    with pytest.raises(ValueError, match=says):
+        flex.flex_attend(q, q, q, **{k: made[v] for k, v in mods.items()})
+
+
+def test_a_mask_mod_returning_a_python_bool_is_refused():
+    from mha_book.attention import flex
+
+    with pytest.raises(TypeError, match="must return a tensor"):
+        flex.dense_mask(lambda b, h, q_idx, kv_idx: bool(q_idx >= kv_idx), 3, 3)
