@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 ARTIFACTS_ENV = "MHA_BOOK_ARTIFACTS"
+NAME_LIMIT = 200  # + "-" + 24 digits of the digest + ".sha256" fits in 255
 Result = TypeVar("Result")
 
 
@@ -134,6 +135,11 @@ def cached(
         raise ValueError(
             f"name must be a plain file name (letters, digits, '_', '-', '.'), got {name!r}"
         )
+    if len(name) > NAME_LIMIT:
+        raise ValueError(
+            f"name must be at most {NAME_LIMIT} characters (a file name holds 255 "
+            f"with the digest and suffix), got {len(name)}"
+        )
     # Checked with or without a folder, so a key refused in the book's build
     # is refused everywhere.
     threads = torch.get_num_threads()  # results of float sums depend on it
@@ -148,6 +154,11 @@ def cached(
         )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-{stamp[:24]}.pt"
+    for part in (path, path.with_suffix(".lock"), path.with_suffix(".sha256")):
+        if part.is_dir():
+            raise IsADirectoryError(
+                f"{part} is a folder where a stored result's file belongs; remove it"
+            )
     with _locked(path.with_suffix(".lock"), wait):
         if path.exists():
             result = _load_checked(path, load, kind)

@@ -189,6 +189,15 @@ def offset_profile(weights: Sequence[torch.Tensor], max_offset: int) -> torch.Te
         [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
     """
     max_offset = check_positive_int(max_offset, "max_offset", allow_zero=True)
+    if (
+        isinstance(weights, torch.Tensor)
+        or not isinstance(weights, Sequence)
+        or not weights
+    ):
+        raise ValueError(
+            "weights must be a non-empty list of (B, H, T, T) tensors, one per layer, "
+            f"got {weights!r:.60}"
+        )
     rows = []
     for layer, w in enumerate(weights):
         check_tensor(w, f"weights[{layer}]")

@@ -95,6 +95,10 @@ def check_attentions(
             )
         if not a.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got {a.dtype}")
+        if a.is_meta:
+            raise ValueError(
+                f"{name} must hold weights, got a tensor on the meta device"
+            )
     weights = torch.stack([a.detach().to("cpu", torch.float64) for a in layers])
     # A softmax stored in bfloat16 sums to 1 only within its rounding (about
     # 0.002): the tolerance is the coarsest given dtype's epsilon, at least 1e-3.

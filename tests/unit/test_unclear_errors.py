@@ -92,3 +92,33 @@ def test_a_mask_mod_returning_a_python_bool_is_refused():
 
     with pytest.raises(TypeError, match="must return a tensor"):
         flex.dense_mask(lambda b, h, q_idx, kv_idx: bool(q_idx >= kv_idx), 3, 3)
+
+
+def test_offset_profile_and_the_explorer_name_empty_and_meta_inputs():
+    from mha_book.lm.poetry import offset_profile
+    from mha_book.viz.explorer import explore
+
+    with pytest.raises(ValueError, match="weights must be a non-empty list"):
+        offset_profile([], 2)
+    with pytest.raises(ValueError, match="meta device"):
+        explore(["a", "b"], torch.empty(1, 1, 2, 2, device="meta"))
+
+
+def test_artifacts_name_a_folder_in_the_way_and_a_name_too_long(tmp_path, monkeypatch):
+    from mha_book.lm import artifacts
+
+    monkeypatch.setenv(artifacts.ARTIFACTS_ENV, str(tmp_path))
+    args = dict(save=lambda v, p: torch.save(v, p), load=torch.load)
+    with pytest.raises(ValueError, match="at most 200 characters"):
+        artifacts.cached("x" * 300, 1, lambda: 1, **args)
+    assert artifacts.cached("x", 1, lambda: 1, **args) == (1, False)
+    for suffix in (".pt", ".lock", ".sha256"):
+        [stored] = tmp_path.glob("x-*.pt")
+        part = stored.with_suffix(suffix)
+        part.unlink()
+        part.mkdir()
+        with pytest.raises(IsADirectoryError, match="is a folder where"):
+            artifacts.cached("x", 1, lambda: 1, **args)
+        part.rmdir()
+        if suffix == ".pt":
+            assert artifacts.cached("x", 1, lambda: 1, **args) == (1, False)
