@@ -86,6 +86,16 @@ class LatentCache:
                     f"x must have the batch size of the cache ({self.latents.shape[0]}), "
                     f"got {c.shape[0]}"
                 )
+            for name, new, held in (
+                ("latent", c, self.latents),
+                ("rope", k_rope, self.rope_keys),
+            ):
+                if new.shape[-1] != held.shape[-1] or new.dtype != held.dtype:
+                    raise ValueError(
+                        f"cache must belong to one layer: it holds {name} dim "
+                        f"{held.shape[-1]} of {held.dtype}, this layer gives "
+                        f"{new.shape[-1]} of {new.dtype} (one LatentCache per layer)"
+                    )
             self.latents = torch.cat([self.latents, c], dim=1)  # (B, S + T, C)
             self.rope_keys = torch.cat([self.rope_keys, k_rope], dim=1)  # (B, S + T, R)
         return self.latents, self.rope_keys

@@ -78,3 +78,16 @@ def test_sink_shares_refuses_scores():
         sink_shares([scores])
     shares, _ = sink_shares([scores.softmax(-1)])
     assert (shares >= 0).all()
+
+
+def test_one_latent_cache_cannot_serve_two_layers_of_other_sizes():
+    from mha_book.attention.latent import LatentAttention, LatentCache
+
+    small = LatentAttention(64, 4, head_dim=16, latent_dim=32, rope_dim=8)
+    large = LatentAttention(64, 4, head_dim=16, latent_dim=48, rope_dim=8)
+    cache = LatentCache()
+    small(torch.randn(1, 3, 64), cache)
+    with pytest.raises(ValueError, match="one LatentCache per layer"):
+        large(torch.randn(1, 1, 64), cache)
+    with pytest.raises(ValueError, match="one LatentCache per layer"):
+        small.double()(torch.randn(1, 1, 64, dtype=torch.float64), cache)
