@@ -191,6 +191,8 @@ class PagedKVCache:
                     f"{pool.keys.dtype} (the pool's), got {fmt_shape(x.shape)} of {x.dtype}"
                 )
         T, P = k.shape[1], pool.block_size
+        if T == 0:
+            raise ValueError("k must hold at least one new token, got T = 0")
         needed = -(-(self.length + T) // P) - len(self.block_table)  # new blocks
         if needed > pool.num_free:
             raise RuntimeError(
@@ -198,7 +200,8 @@ class PagedKVCache:
             )
         self.block_table += [pool.allocate(self) for _ in range(needed)]
         t = torch.arange(self.length, self.length + T)  # (T,) logical positions
-        blocks = torch.tensor(self.block_table)[t // P]  # (T,) physical blocks
+        table = torch.tensor(self.block_table, dtype=torch.long)  # (n,)
+        blocks = table[t // P]  # (T,) physical blocks
         pool.keys[blocks, :, t % P] = k.transpose(0, 1)  # (T, Hkv, D) into the slots
         pool.values[blocks, :, t % P] = v.transpose(0, 1)
         self.length += T

@@ -91,3 +91,9 @@ def test_one_latent_cache_cannot_serve_two_layers_of_other_sizes():
         large(torch.randn(1, 1, 64), cache)
     with pytest.raises(ValueError, match="one LatentCache per layer"):
         small.double()(torch.randn(1, 1, 64, dtype=torch.float64), cache)
+
+
+def test_a_paged_append_of_no_tokens_is_named():
+    pool = BlockPool(capacity=8, block_size=2, num_kv_heads=1, head_dim=4)
+    with pytest.raises(ValueError, match="at least one new token, got T = 0"):
+        PagedKVCache(pool).append(torch.randn(1, 0, 4), torch.randn(1, 0, 4))
