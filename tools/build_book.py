@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 from . import compressed
-from .build import cache, editions, gates, pdf, report, sitemap
+from .build import cache, editions, gates, pdf, report, search, sitemap
 from .build.common import FULL_BUILD, LANGS, PARTIAL_BUILD, ROOT, BuildFailed
 
 
@@ -98,14 +98,15 @@ def prepare_folder(build: Path, clean: bool, langs) -> None:
 def finish_site(
     options, docs: Path, build: Path, rows, start: float, printing, started_at: float
 ) -> int:
-    """After both editions built: the landing page, sitemap, report, PDFs and
-    the compressed copies; prune old caches (never what this build used: it
-    started at ``started_at``, epoch seconds)."""
+    """After both editions built: the landing page, sitemap, search indexes,
+    report, PDFs and the compressed copies; prune old caches (never what this
+    build used: it started at ``started_at``, epoch seconds)."""
     out = build / "html"
     if (docs / "landing.html").exists():
         shutil.copy2(docs / "landing.html", out / "index.html")
         (out / ".nojekyll").touch()
     sitemap.join_sitemaps(out, os.environ.get(sitemap.BASE_URL_ENV, "").strip() or None)
+    search.write_search_indexes(out, options.langs)  # the ranked search of each edition
     if not options.pages:
         report.write_build_report(build, rows, time.perf_counter() - start)
     cache.prune_caches(build, options.langs, used_since=started_at)
@@ -213,6 +214,12 @@ def main(argv=None) -> int:
         print(
             f"build FAILED: another build (pid {busy}) is using {build}; "
             "wait for it to finish, or build elsewhere with --build-dir"
+        )
+        return 1
+    except PermissionError as denied:  # a read-only build folder, or a file in it
+        print(
+            f"build FAILED: cannot write {denied.filename or build}: permission "
+            "denied; make the build folder writable, or build elsewhere with --build-dir"
         )
         return 1
 

@@ -181,3 +181,24 @@ def test_the_table_of_contents_names_each_part_once_before_its_chapters():
     assert html.index("Part I") < html.index("One") < html.index("Two")
     assert html.index("Intro") < html.index("Part I")
     assert html.count('class="in-part"') == 3
+
+
+def test_a_build_folder_it_cannot_write_is_one_line(tmp_path, monkeypatch, capsys):
+    """Read-only for a user (root writes anyway, so the refusal is simulated)."""
+    import contextlib
+
+    import tools.build_book as build_book
+
+    @contextlib.contextmanager
+    def denied(build):
+        raise PermissionError(13, "Permission denied", str(build / ".lock"))
+        yield
+
+    monkeypatch.setattr(build_book.cache, "build_lock", denied)
+    code = build_book.main(["--build-dir", str(tmp_path / "_build")])
+    out = capsys.readouterr().out
+    assert code == 1 and "Traceback" not in out
+    assert out.strip().splitlines() == [
+        f"build FAILED: cannot write {tmp_path / '_build' / '.lock'}: permission "
+        "denied; make the build folder writable, or build elsewhere with --build-dir"
+    ]
