@@ -3,6 +3,13 @@
 Sphinx's Chinese index is segmented by jieba, but the query box splits only at
 spaces: 多头注意力 typed without spaces finds nothing. ``ChineseQuerySearch``
 adds a greedy longest match against the index's own terms.
+
+The search page ranks with the book's own index and engine, written after the
+build (tools/build/search.py, docs/_ext/book_search.js), which replace
+Sphinx's query and scoring but keep its search page, its result list and its
+snippets. Sphinx's ``searchindex.js`` is still written (its next incremental
+build reads it back), and this language class keeps ``language_data.js``
+loading without an error.
 """
 
 from __future__ import annotations

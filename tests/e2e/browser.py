@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 # The PDF tool drives the same Chromium over the same local server.
 from tools.build_pdf import CHROMIUM_ARGS, serve  # noqa: F401
@@ -188,6 +188,23 @@ def search_hits(page, base: str, lang: str, query: str) -> list[str]:
         "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
     )
     return sorted({re.sub(r"[?#].*$", "", h) for h in hrefs})
+
+
+def search_ranking(page, base: str, lang: str, query: str) -> list[str]:
+    """The pages the site's search lists for ``query``, best first, each once
+    (``NN-name``, without ``.html``), read from the search page as a reader sees it."""
+    page.goto(f"{base}/{lang}/search.html?q={quote(query)}")
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#search-results .search-summary');"
+        " return s && s.textContent.trim().length > 0; }",
+        timeout=20_000,
+    )
+    hrefs = page.eval_on_selector_all(
+        "#search-results ul.search > li > a:first-of-type",
+        "els => els.map(e => e.getAttribute('href'))",
+    )
+    pages = [re.sub(r"(\.html)?([?#].*)?$", "", h) for h in hrefs]
+    return list(dict.fromkeys(pages))
 
 
 # --- reading on a phone --------------------------------------------------------
