@@ -12,8 +12,9 @@ chapter 15's decoder and chapter 16's translator.
 Two importance scores: the rise of a loss when the head alone is masked, and
 Michel et al. (2019)'s: the absolute gradient of the loss with respect to a
 gate that multiplies the head's output, taken at gate 1 (one backward pass
-for every head). Here the gradient is of the loss averaged over the batch;
-Michel et al. average the absolute value over examples.
+for every head), each example with its own gate, the absolute values
+averaged over the examples. Michel et al. also normalise the scores of each
+layer; here they are not.
 
 Legend: H heads of a module, D head dim.
 """
@@ -161,8 +162,11 @@ def head_importance(
 
     ``method="mask"``: the loss with the head alone masked minus the loss
     with every head (one call of ``loss`` per head, and one more).
-    ``method="gradient"``: Michel et al.'s score, ``|d loss / d gate|`` at
-    every gate 1; ``loss`` must return a tensor that has a gradient.
+    ``method="gradient"``: Michel et al.'s score: each example gets its own
+    gate on each head, and the score is the mean over examples of
+    ``|d loss_example / d gate|`` at gate 1 (one backward pass); ``loss``
+    must return the mean over the batch (first dim) as a tensor with a
+    gradient.
 
     Example:
         >>> model = nn.ModuleDict({"attn": MultiHeadAttention(8, 2)})
@@ -183,15 +187,50 @@ def head_importance(
         return scores
     if method != "gradient":
         raise ValueError(f"method must be 'mask' or 'gradient', got {method!r}")
-    gates = {head: torch.ones((), requires_grad=True) for head in heads}
-    with head_gates(model, gates):
+    calls: dict[str, list[torch.Tensor]] = {}
+    with _example_gates(model, {name for name, _ in heads}, calls):
         value = loss()
     if not isinstance(value, torch.Tensor) or not value.requires_grad:
         raise TypeError(
             "loss must return a tensor with a gradient for method='gradient'"
         )
-    grads = torch.autograd.grad(value, list(gates.values()))
-    return {head: g.abs().item() for head, g in zip(gates, grads)}
+    gates = [g for name in calls for g in calls[name]]
+    grads = iter(torch.autograd.grad(value, gates))
+    per_module = {  # a module called twice: one gate, the sum of the two
+        name: torch.stack([next(grads) for _ in gs]).sum(0)
+        for name, gs in calls.items()
+    }
+    scores = {}
+    for name, head in heads:
+        grad = per_module[name]  # (B, H): d loss / d gate, loss a batch mean
+        scores[(name, head)] = (grad[:, head].abs().mean() * grad.shape[0]).item()
+    return scores
+
+
+@contextlib.contextmanager
+def _example_gates(
+    model: nn.Module, names: set[str], calls: dict[str, list[torch.Tensor]]
+) -> Iterator[None]:
+    """Within the block, each call of the named modules multiplies head h of
+    example b by a new gate ``(B, H)`` of ones, appended to ``calls[name]``."""
+    hooks = []
+    for name in sorted(names):
+        module = _attention(model, name)
+        H = module.num_heads
+
+        def hook(mod, args, name=name, H=H):
+            x = args[0]  # (B, T, H·D)
+            gate = torch.ones(x.shape[0], H, dtype=x.dtype, requires_grad=True)
+            calls.setdefault(name, []).append(gate)
+            scale = gate.repeat_interleave(x.shape[-1] // H, dim=1)  # (B, H·D)
+            return (x * scale[:, None],)  # (B, T, H·D)
+
+        hooks.append(module.out_proj.register_forward_pre_hook(hook))
+    try:
+        yield
+    finally:
+        for handle in hooks:
+            handle.remove()
 
 
 def pruning_curve(

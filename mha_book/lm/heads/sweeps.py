@@ -45,7 +45,7 @@ HEAD_COUNTS = (1, 2, 4, 8, 16)
 SEEDS = (0, 1, 2)
 #: Steps, batch and peak learning rate of every run: the smallest budget at
 #: which the head counts' ranges over the seeds separated.
-BUDGET = {"steps": 150, "batch_size": 128, "lr": 1e-2}
+BUDGET = {"steps": 120, "batch_size": 128, "lr": 1e-2}
 SHARED_HEADS = 8  # the query heads of the key/value-sharing runs (D = 4)
 
 
