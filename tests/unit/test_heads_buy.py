@@ -252,3 +252,16 @@ def test_sweep_configs_differ_only_in_attention():
         for name, c in head_configs().items()
     }
     assert len(set(counts.values())) == 1  # equal parameters at every head count
+
+
+def test_key_match_shares_count_rows_whose_top_score_is_the_named_key():
+    from mha_book.lm.heads.measures import key_match_shares
+
+    torch.manual_seed(0)
+    model = RecallModel(RecallConfig(TASK, 12, 2))
+    shares = key_match_shares(model)
+    for h in range(2):
+        for slot in (0, 1):
+            scores = model.score_matrix(h, slot)  # (K, K)
+            want = sum(int(scores[a].argmax()) == a for a in range(6)) / 6
+            assert float(shares[h, slot]) == pytest.approx(want)

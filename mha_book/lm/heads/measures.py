@@ -7,7 +7,8 @@
   asked pair, the second, or elsewhere;
 - :func:`ablation_accuracies`: the accuracy with each head masked;
 - :func:`score_ranks`: the numerical rank of each head's score matrix, at
-  most D (Bhojanapalli et al., 2020).
+  most D (Bhojanapalli et al., 2020), and :func:`key_match_shares`: how
+  often its highest score falls on the key the query names.
 
 Legend: B batch, H heads, D = E / H, K keys, S = N + 1 tokens attended.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "ablation_accuracies",
     "numerical_rank",
     "score_ranks",
+    "key_match_shares",
 ]
 
 
@@ -166,3 +168,32 @@ def score_ranks(model: RecallModel, rtol: float = 1e-2) -> torch.Tensor:
         for h in range(H)
     ]
     return torch.tensor(ranks)  # (H, 2)
+
+
+def key_match_shares(model: RecallModel) -> torch.Tensor:
+    """For every head and query slot, the share of the K keys a query can
+    name whose highest score (a row of
+    :meth:`~mha_book.lm.heads.recall.RecallModel.score_matrix`) is on that
+    same key: 1 for a head that can pick out any named key, about 1 / K by
+    chance.
+
+    Shape:
+        - output: ``(H, 2)``
+
+    Example:
+        >>> from mha_book.lm.heads.recall import RecallConfig
+        >>> from mha_book.lm.heads.task import RecallTask
+        >>> model = RecallModel(RecallConfig(RecallTask(8, 16, 4), 32, 4))
+        >>> key_match_shares(model).shape
+        torch.Size([4, 2])
+    """
+    K, H = model.config.task.num_keys, model.config.num_heads
+    own = torch.arange(K)  # (K,): row a's own key
+    shares = [
+        [
+            (model.score_matrix(h, slot).argmax(1) == own).float().mean()
+            for slot in (0, 1)
+        ]
+        for h in range(H)
+    ]
+    return torch.tensor(shares)  # (H, 2)
