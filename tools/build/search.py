@@ -18,6 +18,7 @@ reader's query by the longest words the index holds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -39,20 +40,18 @@ PRIOR = {"api": 0.25, "glossary": 0.25, "index": 0.5, "references": 0.5}
 WEIGHT = {"title": 8.0, "heading": 3.0, "text": 1.0, "code": 0.5}
 LONG_NUMBER = re.compile(r"\d{5,}|\d+e\d*|^\d+[a-z]")  # digits of a printed value
 RUN = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]+")
-_jieba = None
 
 
+@functools.cache
 def _cutter():
-    global _jieba
-    if _jieba is None:
-        import logging
+    """jieba, quiet, with the book's words."""
+    import logging
 
-        import jieba
+    import jieba
 
-        jieba.setLogLevel(logging.WARNING)
-        jieba.load_userdict(str(JIEBA_TERMS))
-        _jieba = jieba
-    return _jieba
+    jieba.setLogLevel(logging.WARNING)
+    jieba.load_userdict(str(JIEBA_TERMS))
+    return jieba
 
 
 def stem(word: str) -> str:

@@ -44,8 +44,8 @@ class _PageText(HTMLParser):
         self.sections: list[dict] = []
 
     def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        classes = set((a.get("class") or "").split())
+        a = {name: value or "" for name, value in attrs}
+        classes = set(a.get("class", "").split())
         if tag == "article" and "bd-article" in classes:
             self.in_article += 1
         skip = tag in SKIP_TAGS or bool(classes & SKIP_CLASSES)
