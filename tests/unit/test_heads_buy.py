@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from mha_book.attention.mha import MultiHeadAttention
+from mha_book.lm.heads.masking import attention_heads, head_gates, masked
 from mha_book.lm.heads.measures import (
     ablation_accuracies,
     equal_parameters,
@@ -13,11 +14,9 @@ from mha_book.lm.heads.measures import (
     score_ranks,
 )
 from mha_book.lm.heads.pruning import (
-    attention_heads,
-    head_gates,
     head_importance,
-    masked,
     pruning_curve,
+    pruning_study,
     random_order,
 )
 from mha_book.lm.heads.recall import RecallConfig, RecallModel, cache_numbers_per_token
@@ -265,3 +264,19 @@ def test_key_match_shares_count_rows_whose_top_score_is_the_named_key():
             scores = model.score_matrix(h, slot)  # (K, K)
             want = sum(int(scores[a].argmax()) == a for a in range(6)) / 6
             assert float(shares[h, slot]) == pytest.approx(want)
+
+
+def test_pruning_study_orders_by_importance_and_keeps_random_yardsticks():
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"attn": MultiHeadAttention(8, 4)})
+    x = torch.randn(2, 3, 8)
+
+    def loss():
+        return model["attn"](x, x, x)[0].pow(2).mean().item()
+
+    study = pruning_study(model, loss, loss, random_seeds=[0, 1, 2])
+    order = sorted(study["importance"], key=study["importance"].get)
+    removed_first = study["by_importance"][1]
+    with masked(model, [order[0]]):
+        assert removed_first[1] == pytest.approx(loss())
+    assert len(study["random"]) == 3 and all(len(c) == 5 for c in study["random"])

@@ -8,8 +8,13 @@
   stored once per build.
 - :mod:`~mha_book.lm.heads.natural`: the same sweep of head counts on the
   characters of the plays.
-- :mod:`~mha_book.lm.heads.pruning`: heads masked, scored and removed after
-  training, in any model built from the book's attention modules.
+- :mod:`~mha_book.lm.heads.masking`: heads masked or scaled in any model
+  built from the book's attention modules;
+  :mod:`~mha_book.lm.heads.pruning`: heads scored and removed after
+  training.
+- :mod:`~mha_book.lm.heads.measures`: equal parameters, where each recall
+  head looks, ablations, score ranks;
+  :mod:`~mha_book.lm.heads.sweeps`: the chapter's runs and their budget.
 """
 
 from mha_book._lazy import lazy_exports

@@ -21,7 +21,7 @@ import torch
 
 from mha_book._checks import check_positive_int
 from mha_book.attention.mha import MultiHeadAttention
-from mha_book.lm.heads.pruning import masked
+from mha_book.lm.heads.masking import masked
 from mha_book.lm.heads.recall import RecallModel
 from mha_book.lm.heads.task import RecallBatch, recall_batch
 from mha_book.lm.heads.train import TEST_SEED, recall_accuracy

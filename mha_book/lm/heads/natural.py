@@ -27,7 +27,17 @@ from mha_book.lm.training import train
 from mha_book.models.decoder import CausalDecoder, DecoderConfig
 from mha_book.seeds import Spread
 
-__all__ = ["CharRun", "char_data", "char_config", "train_char", "char_head_runs"]
+__all__ = [
+    "CHAR_HEAD_COUNTS",
+    "CharRun",
+    "char_data",
+    "char_config",
+    "train_char",
+    "char_head_runs",
+]
+
+#: The head counts of the sweep, at E = 32 (D = 32 down to 4).
+CHAR_HEAD_COUNTS = (1, 2, 4, 8)
 
 
 @dataclass
@@ -94,8 +104,8 @@ def char_config(
 def train_char(
     config: DecoderConfig,
     *,
-    steps: int = 150,
-    batch_size: int = 32,
+    steps: int = 100,
+    batch_size: int = 16,
     lr: float = 1e-2,
     seed: int = 0,
     wait: bool = True,
@@ -159,7 +169,9 @@ def train_char(
 
 
 def char_head_runs(
-    head_counts: Iterable[int], seeds: Iterable[int] = (0, 1, 2), **options
+    head_counts: Iterable[int] = CHAR_HEAD_COUNTS,
+    seeds: Iterable[int] = (0, 1, 2),
+    **options,
 ) -> tuple[dict[int, list[CharRun]], dict[int, Spread]]:
     """:func:`train_char` for every head count and seed, shared out between
     the book's two editions. ``options`` go to :func:`char_config`

@@ -1,22 +1,15 @@
-"""Heads masked, scored and removed after training, in any model built from
-the book's attention modules.
-
-A head is masked by zeroing its D columns of the input of its module's
-``out_proj``: the head still computes, but nothing reads it (the way of
-chapters 11, 15 and 16). This works for every
-:class:`~mha_book.attention.mha.MultiHeadAttention` and
-:class:`~mha_book.attention.latent.LatentAttention` in a model, in full and
-cached decoding alike, so the same functions prune this chapter's models,
-chapter 15's decoder and chapter 16's translator.
+"""Heads scored and removed after training (:mod:`~mha_book.lm.heads.masking`
+masks them).
 
 Two importance scores: the rise of a loss when the head alone is masked, and
 Michel et al. (2019)'s: the absolute gradient of the loss with respect to a
 gate that multiplies the head's output, taken at gate 1 (one backward pass
 for every head), each example with its own gate, the absolute values
 averaged over the examples. Michel et al. also normalise the scores of each
-layer; here they are not.
+layer; here they are not. Heads are removed from the least important on,
+and the same removal in random orders is the yardstick.
 
-Legend: H heads of a module, D head dim.
+Legend: B batch, T length, H heads of a module, D head dim.
 """
 
 from __future__ import annotations
@@ -28,127 +21,22 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
-from mha_book.attention.latent import LatentAttention
-from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.mha import MultiHeadAttention  # noqa: F401 (examples)
+from mha_book.lm.heads.masking import (
+    Head,
+    _attention,
+    _heads,
+    attention_heads,
+    masked,
+)
 
 __all__ = [
-    "attention_heads",
-    "head_gates",
-    "masked",
     "head_importance",
     "pruning_curve",
     "random_order",
     "prune_order",
+    "pruning_study",
 ]
-
-Head = tuple[str, int]  # (module name in the model, head index)
-_ATTENTIONS = (MultiHeadAttention, LatentAttention)
-
-
-def attention_heads(model: nn.Module) -> list[Head]:
-    """Every head of every attention module of ``model``, as ``(name, head)``.
-
-    Example:
-        >>> from mha_book.models.decoder import CausalDecoder, DecoderConfig
-        >>> model = CausalDecoder(DecoderConfig(10, 16, 2, 2, max_len=8))
-        >>> attention_heads(model)
-        [('blocks.0.self_attn', 0), ('blocks.0.self_attn', 1), ('blocks.1.self_attn', 0), ('blocks.1.self_attn', 1)]
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    return [
-        (name, h)
-        for name, module in model.named_modules()
-        if isinstance(module, _ATTENTIONS)
-        for h in range(module.num_heads)
-    ]
-
-
-def _heads(model: nn.Module, heads: object) -> list[Head]:
-    """``heads`` as ``(name, head)`` pairs of ``model``, or an error naming the bad one."""
-    known = attention_heads(model)
-    if isinstance(heads, (str, bytes)) or not isinstance(heads, (Sequence, Mapping)):
-        raise TypeError(f"heads must be (name, head) pairs, got {heads!r:.80}")
-    pairs = []
-    for head in heads:
-        pair = tuple(head) if isinstance(head, (tuple, list)) else None
-        if pair not in known:
-            example = known[0] if known else None
-            raise ValueError(
-                "heads must be (name, head) pairs of attention_heads(model), "
-                f"e.g. {example}, got {head!r}"
-            )
-        pairs.append((str(pair[0]), int(pair[1])))  # type: ignore[index]
-    return pairs
-
-
-def _attention(model: nn.Module, name: str) -> MultiHeadAttention | LatentAttention:
-    module = model.get_submodule(name)
-    assert isinstance(module, _ATTENTIONS)  # _heads checked it
-    return module
-
-
-def _gate(value: float | torch.Tensor) -> torch.Tensor:
-    """A gate as a 0-d float64 tensor (a Python float would round to float32)."""
-    if isinstance(value, torch.Tensor):
-        return value.double().reshape(())
-    return torch.tensor(float(value), dtype=torch.float64)
-
-
-@contextlib.contextmanager
-def head_gates(
-    model: nn.Module, gates: Mapping[Head, float | torch.Tensor]
-) -> Iterator[None]:
-    """Within the block, each head's output is multiplied by its gate (0:
-    masked); gates may be tensors that require grad.
-
-    Shape:
-        - each gate: a number or a 0-d tensor
-
-    Example:
-        >>> mha = MultiHeadAttention(8, 2)
-        >>> model = nn.ModuleDict({"attn": mha})
-        >>> x = torch.randn(1, 3, 8)
-        >>> with head_gates(model, {("attn", 0): 0.0, ("attn", 1): 0.0}):
-        ...     out, _ = mha(x, x, x)
-        >>> torch.allclose(out, mha.out_proj.bias.expand(1, 3, 8))
-        True
-    """
-    names = dict.fromkeys(name for name, _ in _heads(model, gates))
-    hooks = []
-    for name in names:
-        module = _attention(model, name)
-        H = module.num_heads
-        D = module.out_proj.in_features // H
-        per_head = [_gate(gates.get((name, h), 1.0)) for h in range(H)]
-        scale = torch.stack(per_head)  # (H,), float64 (cast to the input's dtype)
-        scale = scale.repeat_interleave(D)  # (H·D,): head h is D columns
-
-        def hook(mod, args, scale=scale):
-            return (args[0] * scale.to(args[0]),)  # (B, T, H·D)
-
-        hooks.append(module.out_proj.register_forward_pre_hook(hook))
-    try:
-        yield
-    finally:
-        for handle in hooks:
-            handle.remove()
-
-
-def masked(
-    model: nn.Module, heads: Sequence[Head]
-) -> contextlib.AbstractContextManager:
-    """Within the block, ``heads`` add nothing (:func:`head_gates` at 0).
-
-    Example:
-        >>> model = nn.ModuleDict({"attn": MultiHeadAttention(8, 2)})
-        >>> x = torch.randn(1, 3, 8)
-        >>> with masked(model, [("attn", 1)]):
-        ...     out, _ = model["attn"](x, x, x)
-        >>> out.shape
-        torch.Size([1, 3, 8])
-    """
-    return head_gates(model, dict.fromkeys(_heads(model, heads), 0.0))
 
 
 def head_importance(
@@ -284,3 +172,40 @@ def prune_order(importance: Mapping[Head, float]) -> list[Head]:
             f"importance must map (name, head) to a score, got {type(importance).__name__}"
         )
     return sorted(importance, key=lambda head: importance[head])
+
+
+def pruning_study(
+    model: nn.Module,
+    loss: Callable[[], float | torch.Tensor],
+    measure: Callable[[], float],
+    *,
+    method: str = "mask",
+    random_seeds: Sequence[int] = (0, 1, 2),
+) -> dict:
+    """Score every head by ``loss`` (:func:`head_importance`), remove them from
+    the least important on and record ``measure`` (:func:`pruning_curve`);
+    and, as the yardstick, the same with the heads in random orders, one
+    per seed of ``random_seeds``.
+
+    Returns:
+        ``{"importance": {head: score}, "by_importance": curve,
+        "random": [curve, ...]}``, each curve a list of ``(share removed,
+        value)``.
+
+    Example:
+        >>> model = nn.ModuleDict({"attn": MultiHeadAttention(8, 2)})
+        >>> x = torch.randn(2, 3, 8)
+        >>> out = lambda: model["attn"](x, x, x)[0].abs().mean().item()
+        >>> study = pruning_study(model, out, out, random_seeds=[0, 1])
+        >>> len(study["by_importance"]), len(study["random"])
+        (3, 2)
+    """
+    importance = head_importance(model, loss, method=method)
+    return {
+        "importance": importance,
+        "by_importance": pruning_curve(model, measure, prune_order(importance)),
+        "random": [
+            pruning_curve(model, measure, random_order(model, seed))
+            for seed in random_seeds
+        ],
+    }
