@@ -164,8 +164,10 @@ const BookSearch = {
     for (const [p, score, s] of BookSearch.rank(query, index)) {
       const [name, title, sections] = index.pages[p];
       const [anchor, heading] = sections[s] || ["", ""];
+      // The anchor always names a section: Sphinx's snippet is then cut from
+      // the article, not from the whole page with its menus.
       const top = s === 0 || !heading;
-      items.push([name, top ? title : `${title} › ${heading}`, top ? "" : "#" + anchor, null, score, "", "text"]);
+      items.push([name, top ? title : `${title} › ${heading}`, anchor ? "#" + anchor : "", null, score, "", "text"]);
     }
     return items.reverse();
   },
@@ -174,6 +176,8 @@ const BookSearch = {
 Search.query = (query) => {
   const index = Search._index;
   const items = BookSearch.items(query, index);
-  const highlight = BookSearch.words(query, index.terms);
+  // The snippets show the words found, a glossary name's other names too.
+  const readings = BookSearch.readings(query, index).map(([text]) => text);
+  const highlight = [...new Set(readings.flatMap((text) => BookSearch.words(text, index.terms)))];
   _displayNextItem(items, items.length, highlight, highlight);
 };

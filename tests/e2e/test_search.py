@@ -79,6 +79,27 @@ def test_search_finds_the_teaching_page(page, site_url, lang):
     assert counts["first"] >= FIRST_GOAL * counts["n"], f"{counts}\n{report}"
 
 
+GLOSSARY_HTML = """<article class="bd-article"><section id="glossary"><h1>术语表</h1>
+<dl class="glossary"><dt id="term-KV-缓存">KV 缓存</dt><dd><p>……英文：KV cache。别处也写作：键值缓存、kv 缓存。详见
+<a class="reference internal" href="13-mqa-gqa-kv-cache.html">第 13 章</a>。</p></dd></dl>
+</section></article>"""
+
+
+def test_a_glossary_variant_becomes_a_name_the_search_knows():
+    """What tools/build/search.py reads from the glossary: every name of an
+    entry (term, other-language name, variants) and the page it points to."""
+    from tools.build.search import build_index
+    from tools.build.search_html import parse_page
+
+    pages = [
+        {"name": "13-mqa-gqa-kv-cache", "title": "KV", "sections": []},
+        {"name": "glossary", **parse_page(GLOSSARY_HTML)},
+    ]
+    assert build_index(pages)["glossary"] == [
+        [["KV 缓存", "KV cache", "键值缓存", "kv 缓存"], 0]
+    ]
+
+
 def main(argv: list[str]) -> int:
     from browser import CHROMIUM, CHROMIUM_ARGS, serve
     from playwright.sync_api import sync_playwright
