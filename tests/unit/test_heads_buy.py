@@ -280,3 +280,20 @@ def test_pruning_study_orders_by_importance_and_keeps_random_yardsticks():
     with masked(model, [order[0]]):
         assert removed_first[1] == pytest.approx(loss())
     assert len(study["random"]) == 3 and all(len(c) == 5 for c in study["random"])
+
+
+def test_stored_study_is_computed_once(tmp_path, monkeypatch):
+    from mha_book.lm.heads.pruning import stored_study
+
+    monkeypatch.setenv("MHA_BOOK_ARTIFACTS", str(tmp_path))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"importance": {("attn", 0): 0.5}, "random": [[(0.0, 1.0)]]}
+
+    code = ["mha_book.lm.heads.pruning"]
+    first = stored_study("study", {"w": torch.ones(2)}, compute, code)
+    again = stored_study("study", {"w": torch.ones(2)}, compute, code)
+    other = stored_study("study", {"w": torch.zeros(2)}, compute, code)
+    assert first == again == other and len(calls) == 2

@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from mha_book.attention.mha import MultiHeadAttention  # noqa: F401 (examples)
+from mha_book.lm.artifacts import cached
 from mha_book.lm.heads.masking import (
     Head,
     _attention,
@@ -36,6 +38,7 @@ __all__ = [
     "random_order",
     "prune_order",
     "pruning_study",
+    "stored_study",
 ]
 
 
@@ -209,3 +212,30 @@ def pruning_study(
             for seed in random_seeds
         ],
     }
+
+
+def stored_study(
+    name: str, key: object, compute: Callable[[], dict], code: Sequence[str]
+) -> dict:
+    """``compute()`` (a :func:`pruning_study`, or any dict of numbers, lists
+    and tuples) once per build: stored in the artifact cache
+    (:func:`~mha_book.lm.artifacts.cached`) under ``name`` and ``key``, which
+    must hold everything the study reads (the model's weights, the data it is
+    measured on); ``code`` names the modules that compute it.
+
+    Example:
+        >>> stored_study("study", {"n": 1}, lambda: {"a": [(0.0, 1.0)]},
+        ...              code=["mha_book.lm.heads.pruning"])
+        {'a': [(0.0, 1.0)]}
+    """
+
+    def save(result: dict, path: Path) -> None:
+        torch.save(result, path)
+
+    def load(path: Path) -> dict:
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+    result, _ = cached(
+        name, key, compute, save=save, load=load, code=list(code), kind=dict
+    )
+    return result
