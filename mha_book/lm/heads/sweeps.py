@@ -104,9 +104,12 @@ def sharing_table(
     token and layer, and its accuracy over the seeds (``lo–hi``).
 
     Example:
-        >>> rows = sharing_table(chapter_runs([0], steps=1, batch_size=4))
-        >>> [row[:3] for row in rows]
-        [('MHA', 64, 128), ('GQA-4', 32, 64), ('GQA-2', 16, 32), ('MQA', 8, 16), ('MLA', 16, 32)]
+        >>> from mha_book.lm.heads.train import TrainedRecall
+        >>> runs = {name: [TrainedRecall(None, [], 0.9, seed=0, seconds=0.0)]
+        ...         for name in sharing_configs()}  # accuracies, no models
+        >>> rows = sharing_table(runs)
+        >>> rows[0][3], [row[:3] for row in rows]
+        ('0.900', [('MHA', 64, 128), ('GQA-4', 32, 64), ('GQA-2', 16, 32), ('MQA', 8, 16), ('MLA', 16, 32)])
     """
     spreads = accuracy_spreads(runs)
     rows = []
