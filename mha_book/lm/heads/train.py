@@ -103,7 +103,7 @@ def _train(config: RecallConfig, steps, batch_size, lr, seed) -> TrainedRecall:
 def train_recall(
     config: RecallConfig,
     *,
-    steps: int = 150,
+    steps: int = 120,
     batch_size: int = 128,
     lr: float = 1e-2,
     seed: int = 0,
