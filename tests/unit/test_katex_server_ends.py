@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 EXT = Path(__file__).resolve().parents[2] / "docs" / "_ext"
-STARTER = f"""
-import subprocess, sys, time
-sys.path.insert(0, {str(EXT)!r})
+STARTER = """
+import subprocess, time
 from book_math import die_with_parent
 child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent)
 print(child.pid, flush=True)
@@ -33,8 +32,9 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
 def test_a_server_ends_when_its_build_is_killed():
+    env = {**os.environ, "PYTHONPATH": str(EXT)}  # where book_math lives
     starter = subprocess.Popen(
-        [sys.executable, "-c", STARTER], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", STARTER], stdout=subprocess.PIPE, text=True, env=env
     )
     assert starter.stdout is not None
     child = int(starter.stdout.readline())

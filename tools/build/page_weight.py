@@ -60,19 +60,10 @@ def page_weight_section(build: Path) -> str:
     empty = "\n".join([PAGE_WEIGHT_START, PAGE_WEIGHT_END])
     if not path.exists():
         return empty
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError(f"a {type(data).__name__}, not a mapping")
-        measured_site = data["site"]
-        budget_note = budget_paragraph(data["budget"])
-        weight_table(data["pages"])
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        # an older or damaged file: measure again
-        print(
-            f"warning: ignoring {path} ({type(exc).__name__}: {exc})", file=sys.stderr
-        )
+    data = read_measurement(path)
+    if data is None:
         return empty
+    measured_site, budget_note = data["site"], budget_paragraph(data["budget"])
     parts = [PAGE_WEIGHT_START, "<h2>Page weight · 页面体积</h2>"]
     now = site_fingerprint(build / "html")
     when = html.escape(data["measured"])
@@ -95,6 +86,23 @@ def page_weight_section(build: Path) -> str:
     )
     parts += weight_table(data["pages"]) + weight_summary(data.get("summary", {}))
     return "\n".join(parts + [PAGE_WEIGHT_END])
+
+
+def read_measurement(path: Path) -> dict | None:
+    """The bench's measurement in ``path``; None, with a warning, for an older
+    or damaged file (the section then waits for the bench to measure again)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"a {type(data).__name__}, not a mapping")
+        # what the section reads: each raises on a damaged file
+        data["site"], budget_paragraph(data["budget"]), weight_table(data["pages"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(
+            f"warning: ignoring {path} ({type(exc).__name__}: {exc})", file=sys.stderr
+        )
+        return None
+    return data
 
 
 def budget_paragraph(budget: dict) -> str:
