@@ -129,6 +129,10 @@ def train_char(
     _, train_ids, val_ids = char_data()
 
     def compute() -> CharRun:
+        with torch.random.fork_rng(devices=[]):  # the caller's state stays
+            return seeded()
+
+    def seeded() -> CharRun:
         torch.manual_seed(seed)
         model = CausalDecoder(config)
         history = train(

@@ -79,6 +79,13 @@ def recall_accuracy(
     return right
 
 
+def _forked(fn, *args):
+    """``fn(*args)`` leaving torch's global random state as it was: a page's
+    later cells print the same whether a run was stored or made."""
+    with torch.random.fork_rng(devices=[]):
+        return fn(*args)
+
+
 def _train(config: RecallConfig, steps, batch_size, lr, seed) -> TrainedRecall:
     torch.manual_seed(seed)
     model = RecallModel(config)
@@ -141,7 +148,7 @@ def train_recall(
     return cached(
         "heads-recall",
         key,
-        lambda: _train(config, steps, batch_size, lr, seed),
+        lambda: _forked(_train, config, steps, batch_size, lr, seed),
         save=save,
         load=load,
         wait=wait,
