@@ -1,8 +1,8 @@
 """Heads masked or scaled in any model built from the book's attention modules.
 
 A head is masked by zeroing its D columns of the input of its module's
-``out_proj``: the head still computes, but nothing reads it (the way of
-chapters 11, 15 and 16). This works for every
+``out_proj``: the head still computes, but nothing reads it, as chapters
+11, 15 and 16 silence heads. This works for every
 :class:`~mha_book.attention.mha.MultiHeadAttention` and
 :class:`~mha_book.attention.latent.LatentAttention` in a model, in full and
 cached decoding alike, so the same functions reach this chapter's models,
