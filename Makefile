@@ -181,6 +181,7 @@ bench: $(DOCS)
 bench-pages: $(TESTS)
 	@test -f _build/html/index.html || $(MAKE) --no-print-directory html
 	PYTHONPATH=. $(PY) tests/e2e/page_weight.py --bench
+	PYTHONPATH=. $(PY) tests/e2e/search_bench.py
 
 # Format the code cells of every page with ruff (88 columns).
 format: $(TESTS)
