@@ -4,8 +4,8 @@ Above :mod:`mha_book.models` (which it imports), never imported by it or by
 :mod:`mha_book.attention` (the import contract in ``pyproject.toml``).
 
 - :mod:`~mha_book.lm.corpus`: the shipped plays and Tang poems;
-  :mod:`~mha_book.lm.charlm`: characters, windows, losses (chapters 10, 14
-  and 15); :mod:`~mha_book.lm.ngram`: the interpolated bigram baseline
+  :mod:`~mha_book.lm.charlm`: characters, windows, losses (chapters 10, 14,
+  15 and 18); :mod:`~mha_book.lm.ngram`: the interpolated bigram baseline
   (chapters 10 and 15).
 - :mod:`~mha_book.lm.training`: training and sampling, measured in a
   :mod:`~mha_book.lm.history`;

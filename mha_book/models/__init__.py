@@ -6,8 +6,8 @@ or :mod:`mha_book.viz` (the import contract in ``pyproject.toml``).
 - :mod:`~mha_book.models.blocks`: the residual and feed-forward pieces every
   layer repeats; :mod:`~mha_book.models.layers`: encoder and decoder layers
   (chapter 06).
-- :mod:`~mha_book.models.decoder`: a small causal decoder (chapters 10, 14, 15
-  and 17).
+- :mod:`~mha_book.models.decoder`: a small causal decoder (chapters 10, 14, 15,
+  17 and 18).
 - :mod:`~mha_book.models.pretrained`, :mod:`~mha_book.models.bert`: the
   pretrained MiniLM checkpoint in a BERT encoder of the book's own modules
   (chapters 11 and 17).

@@ -1,4 +1,4 @@
-"""What the date translator learned (chapter 16-cross-attention): exact
+"""What the date translator learned (chapters 16 and 18): exact
 matches, where each cross-attention head looks against the ground truth, and
 what the model loses when heads are silenced.
 

@@ -1,5 +1,5 @@
 """An encoder-decoder Transformer built from the package's own layers, with
-greedy decoding, full or cached (chapter 16-cross-attention).
+greedy decoding, full or cached (chapters 16 and 18).
 
 The encoder reads the source characters; the decoder writes the target one
 character at a time, and its cross-attention reads the encoder's output.
