@@ -43,8 +43,8 @@ TASK = RecallTask(num_pairs=8, num_keys=16, num_values=4)
 EMBED_DIM = 32
 HEAD_COUNTS = (1, 2, 4, 8, 16)
 SEEDS = (0, 1, 2)
-#: Steps, batch and peak learning rate of every run: the smallest budget at
-#: which the head counts' ranges over the seeds separated.
+#: The steps, batch and peak learning rate of every run, the smallest budget
+#: at which the head counts' ranges over the seeds separated.
 BUDGET = {"steps": 120, "batch_size": 128, "lr": 1e-2}
 SHARED_HEADS = 8  # the query heads of the key/value-sharing runs (D = 4)
 

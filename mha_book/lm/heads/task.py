@@ -59,7 +59,7 @@ class RecallTask:
 
     @property
     def num_classes(self) -> int:
-        """Possible answers, V²: the first value times V plus the second."""
+        """The number of possible answers V² (first value times V, plus the second)."""
         return self.num_values**2
 
     @property
