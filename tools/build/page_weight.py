@@ -96,7 +96,9 @@ def read_measurement(path: Path) -> dict | None:
         if not isinstance(data, dict):
             raise ValueError(f"a {type(data).__name__}, not a mapping")
         # what the section reads: each raises on a damaged file
-        data["site"], budget_paragraph(data["budget"]), weight_table(data["pages"])
+        str(data["site"])
+        budget_paragraph(data["budget"])
+        weight_table(data["pages"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         print(
             f"warning: ignoring {path} ({type(exc).__name__}: {exc})", file=sys.stderr
