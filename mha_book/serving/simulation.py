@@ -21,8 +21,8 @@ can be reserved, and then adds one token per step until its output is done.
   last is sent back to the queue, its blocks freed (vLLM's recomputation).
 
 Every simulation ends within ``sum(output_len)`` steps: the oldest running
-request is never sent back (a request alone fits, since ``capacity >=
-max_len``), so each step adds at least one token, and a request sent back
+request is never sent back (a request alone fits, since ``capacity``
+is at least ``max_len``), so each step adds at least one token, and a request sent back
 keeps the tokens it had.
 
 The share of reserved slots that hold a token, averaged over the steps, is

@@ -191,9 +191,9 @@ def pruning_study(
     per seed of ``random_seeds``.
 
     Returns:
-        ``{"importance": {head: score}, "by_importance": curve,
-        "random": [curve, ...]}``, each curve a list of ``(share removed,
-        value)``.
+        A dict: ``"importance"``, each head's score; ``"by_importance"``,
+        the curve in that order; ``"random"``, one curve per seed. A curve
+        is a list of ``(share removed, value)`` pairs.
 
     Example:
         >>> model = nn.ModuleDict({"attn": MultiHeadAttention(8, 2)})
