@@ -191,7 +191,7 @@ def pruning_study(
     per seed of ``random_seeds``.
 
     Returns:
-        A dict: ``"importance"``, each head's score; ``"by_importance"``,
+        dict: ``"importance"``, each head's score; ``"by_importance"``,
         the curve in that order; ``"random"``, one curve per seed. A curve
         is a list of ``(share removed, value)`` pairs.
 
