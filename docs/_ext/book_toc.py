@@ -172,6 +172,7 @@ def expand(text: str, lang: str) -> str:
     <BLANKLINE>
     1. [16 Cross-Attention Learns to Align](16-cross-attention.md), after chapters 10, 11 and 13.
     2. [17 Attention at Inference Scale](17-inference.md), after chapters 11, 13, 14 and 15.
+    3. [18 What Several Heads Buy](18-what-heads-buy.md), after chapters 15, 16 and 17.
     <BLANKLINE>
     """
 

@@ -68,6 +68,8 @@ def _scalar_text(value: object) -> str:
     ambiguous; TypeError for a value with no faithful text."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return f"{type(value).__name__}:{json.dumps(value)}"
+    if isinstance(value, numpy.generic):  # a numpy scalar: its dtype and value
+        return f"numpy.{value.dtype}:{json.dumps(value.item())}"
     if isinstance(value, enum.Enum):
         return f"enum:{type(value).__qualname__}.{value.name}"
     if isinstance(value, _BY_TEXT):

@@ -105,7 +105,7 @@ class _PageText(HTMLParser):
 
 
 def parse_page(html: str) -> dict:
-    """``{"title", "sections": [{"anchor", "heading", "text", "code", "links"}]}``.
+    r"""``{"title", "sections": [{"anchor", "heading", "text", "code", "links"}]}``.
 
     Example:
         >>> page = parse_page('<article class="bd-article"><section id="a"><h1>T'
