@@ -215,13 +215,20 @@ def pruning_study(
 
 
 def stored_study(
-    name: str, key: object, compute: Callable[[], dict], code: Sequence[str]
+    name: str,
+    key: object,
+    compute: Callable[[], dict],
+    code: Sequence[str],
+    wait: bool = True,
 ) -> dict:
     """``compute()`` (a :func:`pruning_study`, or any dict of numbers, lists
     and tuples) once per build: stored in the artifact cache
     (:func:`~mha_book.lm.artifacts.cached`) under ``name`` and ``key``, which
     must hold everything the study reads (the model's weights, the data it is
-    measured on); ``code`` names the modules that compute it.
+    measured on); ``code`` names the modules that compute it. With
+    ``wait=False``, a study another process is computing raises
+    :class:`~mha_book.lm.artifacts.ArtifactBusy` at once
+    (:func:`~mha_book.lm.artifacts.shared_out` shares studies out that way).
 
     Example:
         >>> stored_study("study", {"n": 1}, lambda: {"a": [(0.0, 1.0)]},
@@ -236,6 +243,6 @@ def stored_study(
         return torch.load(path, map_location="cpu", weights_only=True)
 
     result, _ = cached(
-        name, key, compute, save=save, load=load, code=list(code), kind=dict
+        name, key, compute, save=save, load=load, code=list(code), kind=dict, wait=wait
     )
     return result
