@@ -284,6 +284,17 @@ def unpurged_dir(outdir: Path) -> Path:
     return outdir.parent.parent / "css-unpurged" / outdir.name
 
 
+def purge_content(outdir: Path) -> list[str]:
+    """What PurgeCSS reads for selectors: every page and script, less the
+    search index the build writes after Sphinx (tools/build/search.py), whose
+    words are the book's text, not selectors; a rebuild would read it where
+    the first build did not, and keep other rules."""
+    scripts = sorted(outdir.glob("_static/**/*.js"))
+    return [f"{outdir}/**/*.html"] + [
+        str(path) for path in scripts if not path.name.startswith("book-search-")
+    ]
+
+
 def purge_stylesheets(outdir: Path) -> list[dict]:
     """Cut every stylesheet of ``outdir/_static`` but the book's own to the rules in use.
 
@@ -307,7 +318,7 @@ def purge_stylesheets(outdir: Path) -> list[dict]:
             original.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(css, original)
         jobs.append({"source": str(original), "dest": str(css), "rel": rel})
-    content = [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]
+    content = purge_content(outdir)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as job:
         json.dump({"content": content, "css": jobs}, job)
     try:
