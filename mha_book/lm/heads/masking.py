@@ -36,8 +36,9 @@ def attention_heads(model: nn.Module) -> list[Head]:
     Example:
         >>> from mha_book.models.decoder import CausalDecoder, DecoderConfig
         >>> model = CausalDecoder(DecoderConfig(10, 16, 2, 2, max_len=8))
-        >>> attention_heads(model)
-        [('blocks.0.self_attn', 0), ('blocks.0.self_attn', 1), ('blocks.1.self_attn', 0), ('blocks.1.self_attn', 1)]
+        >>> heads = attention_heads(model)
+        >>> len(heads), heads[:2]
+        (4, [('blocks.0.self_attn', 0), ('blocks.0.self_attn', 1)])
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
