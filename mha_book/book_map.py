@@ -118,7 +118,7 @@ def _load() -> tuple[tuple[Part, ...], tuple[Chapter, ...]]:
 PARTS, CHAPTERS = _load()
 
 # The pages after the chapters, in the sidebar's last group.
-BACK_MATTER: tuple[str, ...] = ("api", "glossary", "references")
+BACK_MATTER: tuple[str, ...] = ("api", "api-experiments", "glossary", "references")
 BACK_MATTER_CAPTION: Text = ("参考资料", "Reference")
 
 

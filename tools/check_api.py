@@ -1,13 +1,13 @@
-"""Gate: the API page documents every public module of mha_book.
+"""Gate: the API pages document every public module of mha_book.
 
 Usage: python -m tools.check_api [DOCS_DIR]   (exit 1 and a list of problems)
 
-The API page (``docs/<lang>/api.md``) does not list modules by hand: each
-section holds a ``.. book-api:: mha_book.<package>`` directive
+The API pages (``docs/<lang>/api.md`` and ``api-*.md``) list no modules by
+hand: each section holds a ``.. book-api:: mha_book.<package>`` directive
 (``docs/_ext/book_api.py``), which documents the package and every public
 module below it, read from the package's files (:func:`public_modules`);
 ``:top:`` documents a package and only the plain modules directly in it. This
-gate checks that the directives of each edition's page cover every public
+gate checks that the directives of each edition's pages cover every public
 module, so a new subpackage without a section fails the build; a new module
 inside a documented package appears by itself.
 """
@@ -101,9 +101,18 @@ def page_modules(text: str, root: Path = PACKAGE_DIR) -> set[str]:
     return found
 
 
+def api_pages(docs: Path, lang: str) -> list[Path]:
+    """An edition's API pages: ``api.md`` and any ``api-<part>.md`` beside it.
+
+    >>> [p.name for p in api_pages(ROOT / "docs", "en")]
+    ['api.md', 'api-experiments.md']
+    """
+    return sorted((docs / lang).glob("api.md")) + sorted((docs / lang).glob("api-*.md"))
+
+
 def api_problems(docs: Path, root: Path = PACKAGE_DIR) -> list[str]:
-    """Every public module an edition's API page leaves out, and every module
-    it names that is not one.
+    """Every public module an edition's API pages leave out, and every module
+    one of them names that is not one.
 
     >>> api_problems(ROOT / "docs")
     []
@@ -113,19 +122,21 @@ def api_problems(docs: Path, root: Path = PACKAGE_DIR) -> list[str]:
     if not any((docs / lang / "api.md").exists() for lang in LANGS):
         return []  # a book without an API page (a scratch book in the tests)
     for lang in LANGS:
-        page = docs / lang / "api.md"
-        if not page.exists():
+        if not (docs / lang / "api.md").exists():
             problems.append(f"{lang}/api.md: missing")
             continue
-        shown = page_modules(page.read_text(encoding="utf-8"), root)
+        shown = set()
+        for page in api_pages(docs, lang):
+            named = page_modules(page.read_text(encoding="utf-8"), root)
+            problems += [
+                f"{lang}/{page.name}: {m} is not a public module of mha_book"
+                for m in sorted(named - modules)
+            ]
+            shown |= named
         problems += [
-            f"{lang}/api.md: {m} is not documented (add a section with "
+            f"{lang}/api*.md: {m} is not documented (add a section with "
             f"'.. book-api:: {m.rsplit('.', 1)[0] if m.count('.') > 1 else m}')"
             for m in sorted(modules - shown)
-        ]
-        problems += [
-            f"{lang}/api.md: {m} is not a public module of mha_book"
-            for m in sorted(shown - modules)
         ]
     return problems
 

@@ -53,10 +53,10 @@ class BookApi(SphinxDirective):
 
 
 def _outdated(app, env, added, changed, removed) -> list[str]:
-    """Read the API page again when the package gained or lost a module."""
+    """Read the API pages again when the package gained or lost a module."""
     if getattr(env, "book_api_modules", None) in (None, tuple(public_modules())):
         return []
-    return [d for d in env.found_docs if d == "api"]
+    return [d for d in env.found_docs if d == "api" or d.startswith("api-")]
 
 
 def setup(app):

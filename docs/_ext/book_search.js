@@ -152,13 +152,14 @@ const BookSearch = {
     const items = [];
     const seen = new Set();
     const q = query.trim();
-    const api = index.pages[index.api];
-    for (const [anchor] of api ? api[2] : []) {
-      const parts = anchor.split(".");
-      if (parts[0] !== "mha_book" || seen.has(anchor)) continue;
-      if (q === anchor || q === parts.at(-1) || q === parts.slice(-2).join(".")) {
-        seen.add(anchor);
-        items.push([api[0], parts.at(-1), "#" + anchor, anchor, 1e9, "", "object"]);
+    for (const api of index.api.map((p) => index.pages[p])) {
+      for (const [anchor] of api[2]) {
+        const parts = anchor.split(".");
+        if (parts[0] !== "mha_book" || seen.has(anchor)) continue;
+        if (q === anchor || q === parts.at(-1) || q === parts.slice(-2).join(".")) {
+          seen.add(anchor);
+          items.push([api[0], parts.at(-1), "#" + anchor, anchor, 1e9, "", "object"]);
+        }
       }
     }
     for (const [p, score, s] of BookSearch.rank(query, index)) {

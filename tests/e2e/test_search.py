@@ -36,7 +36,7 @@ def grade(query: dict, ranking: list[str]) -> str:
         return "none"
     if ranking[0] == query["page"]:
         return "first"
-    if query["page"] == "api" and ranking[1:2] == ["api"]:
+    if query["page"].startswith("api") and ranking[1:2] == [query["page"]]:
         return "first"  # an exact API name: its entry first or second
     accepted = {query["page"], *query.get("also", [])}
     return "top3" if accepted & set(ranking[:3]) else "later"

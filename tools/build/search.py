@@ -35,7 +35,18 @@ JIEBA_TERMS = ROOT / "docs" / "_ext" / "jieba_terms.txt"
 SKIP = {"search", "genindex", "py-modindex"}
 # Pages that list or define rather than teach: below the chapters (an exact
 # API name still opens its entry first).
-PRIOR = {"api": 0.25, "glossary": 0.25, "index": 0.5, "references": 0.5}
+PRIOR = {"glossary": 0.25, "index": 0.5, "references": 0.5}
+API_PRIOR = 0.25  # every API page: api, api-experiments
+
+
+def is_api(name: str) -> bool:
+    """Whether the page ``name`` is one of the API pages.
+
+    Example:
+        >>> [is_api(n) for n in ("api", "api-experiments", "apis", "glossary")]
+        [True, True, False, False]
+    """
+    return name == "api" or name.startswith("api-")
 # How much one occurrence weighs, by where it stands.
 WEIGHT = {"title": 8.0, "heading": 3.0, "text": 1.0, "code": 0.5}
 LONG_NUMBER = re.compile(r"\d{5,}|\d+e\d*|^\d+[a-z]")  # digits of a printed value
@@ -157,11 +168,13 @@ def build_index(pages: list[dict]) -> dict:
             ]
             for p in pages
         ],
-        "prior": [PRIOR.get(p["name"], 1.0) for p in pages],
+        "prior": [
+            API_PRIOR if is_api(p["name"]) else PRIOR.get(p["name"], 1.0) for p in pages
+        ],
         "lens": lengths,
         "terms": dict(terms),  # word: [page, 2 x weight, page, 2 x weight, ...]
-        # The API's objects are its sections whose anchor is a full name.
-        "api": names.get("api", -1),
+        # The API's objects are its pages' sections whose anchor is a full name.
+        "api": [i for i, p in enumerate(pages) if is_api(p["name"])],
         "glossary": glossary,
     }
 
