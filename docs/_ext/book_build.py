@@ -216,6 +216,29 @@ def use_joined_streams() -> None:
     render.coalesce_streams = join_streams
 
 
+# --- a page from the cache keeps its outputs in jupyter_execute -----------------
+# myst-nb 1.4 saves each page's notebook to jupyter_execute from the object it
+# parsed. A page it executes gets its outputs in that object; a page served
+# from the cache gets them in a copy (jupyter-cache's merge), so its saved
+# notebook had none, and tools/check_numbers compared empty pages (an edition
+# stopped half-way left its pages empty while the other's had outputs).
+def keep_cached_outputs() -> None:
+    """Serve a cached page's outputs in the notebook myst-nb parsed and saves."""
+    from myst_nb.core.execute.cache import NotebookClientCache
+
+    start = NotebookClientCache.start_client
+
+    def start_client(self):
+        parsed = self._notebook
+        start(self)
+        if self._notebook is not parsed:  # the merged copy: its cells into parsed
+            parsed.cells = self._notebook.cells
+            parsed.metadata = self._notebook.metadata
+            self._notebook = parsed
+
+    NotebookClientCache.start_client = start_client
+
+
 # --- a dead kernel, a full disk: the book's short message -----------------------
 # A kernel killed mid-cell (a signal, the out-of-memory killer) makes nbclient
 # raise DeadKernelError, which myst-nb does not catch: Sphinx printed its crash
@@ -325,6 +348,7 @@ def setup(app):
     end_with_the_build()
     use_ipc_kernels()
     use_joined_streams()
+    keep_cached_outputs()
     use_named_kernel_deaths()
     use_short_disk_errors()
     app.connect("builder-inited", _own_output_folder, priority=900)

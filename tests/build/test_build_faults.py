@@ -4,6 +4,7 @@ and its tools never delete what they did not make."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -452,3 +453,30 @@ def test_damaged_bookkeeping_files_heal_with_a_warning(scratch):
     assert "from cache" in again.stdout  # the page was read again
     assert "last" in json.loads(times.read_text(encoding="utf-8"))
     assert json.loads(warned.read_text(encoding="utf-8")) == []
+
+
+def saved_outputs(repo: Path, lang: str = "zh_CN") -> list[str]:
+    """The text outputs of the notebook the build saved for the number checks."""
+    notebook = json.loads(
+        (repo / "_build/jupyter_execute" / lang / "index.ipynb").read_text("utf-8")
+    )
+    return [
+        "".join(output.get("text", ""))
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+        for output in c["outputs"]
+    ]
+
+
+def test_a_page_from_the_cache_saves_its_outputs_for_the_number_checks(scratch):
+    """A page read again but served from the execution cache saved its notebook
+    without outputs, so tools/check_numbers compared nothing for it (and an
+    edition stopped half-way left pages that differed from the other's)."""
+    first = build(scratch, cell("print(6 * 7)"))
+    assert first.returncode == 0, first.stdout[-2000:]
+    assert executed(scratch) and saved_outputs(scratch) == ["42\n"]
+    shutil.rmtree(scratch / "_build" / "doctrees")  # every page is read again
+    again = run_build(scratch)
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert not executed(scratch)  # from the cache
+    assert saved_outputs(scratch) == ["42\n"]
