@@ -1,7 +1,10 @@
-"""Input checks of :func:`mha_book.attention.flash.online_softmax_update`, kept
-out of it so that the step chapter 12 shows is the algorithm alone."""
+"""Input checks of :func:`mha_book.attention.flash.online_softmax_update` and
+:func:`mha_book.attention.flash.flash_attention`, kept out of them so that the
+code chapter 12 shows is the algorithm alone."""
 
 from __future__ import annotations
+
+import numbers
 
 import torch
 
@@ -51,3 +54,28 @@ def check_online_state(m, l, acc, scores, v) -> None:  # noqa: E741 (the paper's
             f"v must have shape (..., bk, Dv) = (..., {bk}, {Dv}) (bk from scores, "
             f"Dv from acc), got {fmt_shape(v.shape)}"
         )
+
+
+def check_block_size(block_size: object) -> tuple[int, int]:
+    """``block_size`` as ``(bq, bk)``; raise unless a positive int or a pair of them.
+
+    Example:
+        >>> check_block_size(32), check_block_size((16, 8))
+        ((32, 32), (16, 8))
+    """
+    pair = (
+        block_size
+        if isinstance(block_size, (tuple, list))
+        else (block_size, block_size)
+    )
+    sizes = [
+        int(n)
+        for n in pair
+        if isinstance(n, numbers.Integral) and not isinstance(n, bool)
+    ]
+    if len(pair) != 2 or len(sizes) != 2 or min(sizes) <= 0:
+        raise ValueError(
+            "block_size must be a positive int or a pair (block_q, block_k) "
+            f"of positive ints, got {block_size!r}"
+        )
+    return sizes[0], sizes[1]

@@ -17,9 +17,9 @@ When a new tile raises the maximum from ``m`` to ``m_new``, the old ``l`` and
 ``acc`` are rescaled by ``exp(m - m_new)``; after the last tile the output row
 is ``acc / l``. :func:`online_softmax_update` is that one step.
 
-The backward pass does not store the weights either: it keeps the output and
-the log-sum-exp ``m + log(l)`` of every row (``O(T)`` numbers) and recomputes
-each tile of weights from them, as FlashAttention does.
+The backward pass does not store the weights either: it keeps the log-sum-exp
+``m + log(l)`` of every row (``O(T)`` numbers) and recomputes each tile of
+weights from it, as FlashAttention does.
 
 Masks are bool, True = may attend, broadcastable to ``(..., T, S)``; they are
 sliced tile by tile, and so is an additive float ``bias``, added to each tile
@@ -36,11 +36,11 @@ dtype.
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch.autograd.function import once_differentiable
 
+from mha_book.attention._flash_checks import check_block_size as _check_block_size
 from mha_book.attention._flash_checks import check_online_state
 from mha_book.attention.scaled_dot_product import _check_qkv
 
@@ -156,29 +156,49 @@ def _forward(q, k, v, mask, scale, bq, bk, on_tile=None, bias=None):
     return out, lse
 
 
-def _backward(q, k, v, mask, bias, scale, out, lse, dout, bq, bk, bias_grad=False):
+def _weights_tile(qi, kj, vj, do_i, lse_i, mask, bias, rows, cols):
+    """One tile's weights ``P`` and their gradient ``dP``, recomputed: (..., bq, bk) each."""
+    s = _scores_tile(qi, kj, mask, bias, rows, cols)  # (..., bq, bk)
+    p = torch.exp(s - lse_i[..., None])  # (..., bq, bk): P = exp(S - L)
+    dp = do_i @ vj.transpose(-2, -1)  # (..., bq, bk): dP = dO V^T
+    return p, dp
+
+
+def _backward(q, k, v, mask, bias, scale, lse, dout, bq, bk, bias_grad=False):
     """Tiled backward pass: recompute each tile of weights from the log-sum-exp.
 
-    Returns ``dq, dk, dv`` and ``dbias`` ``(..., T, S)``, or None unless ``bias_grad``.
+    Each query block sweeps its key blocks twice: once to sum ``delta =
+    rowsum(P * dP)``, once for ``dS = P * (dP - delta)`` and the gradients.
+    Returns ``dq, dk, dv`` and ``dbias`` ``(..., T, S)`` (None unless ``bias_grad``).
     """
     acc_dtype = lse.dtype  # float32 for half inputs: so are the accumulators
     dq, dk, dv = (torch.zeros_like(x, dtype=acc_dtype) for x in (q, k, v))
     dbias = torch.zeros_like(bias, dtype=acc_dtype) if bias_grad else None
     dout = dout.to(acc_dtype)
-    delta = (dout * out.to(acc_dtype)).sum(dim=-1)  # (..., T): row-wise <dO, O>
     for rows in _blocks(q.shape[-2], bq):
         r = slice(*rows)
         qi = q[..., r, :].to(acc_dtype) * scale  # (..., bq, D)
-        do_i = dout[..., r, :]  # (..., bq, Dv)
+        do_i, lse_i = dout[..., r, :], lse[..., r]  # (..., bq, Dv), (..., bq)
+        # Sweep 1: delta = rowsum(P * dP). In exact arithmetic it is rowsum(dO * O),
+        # FlashAttention's formula, which needs no sweep; but summed from the same
+        # dP tiles as dS, it makes dP - delta exactly 0 where a row attends to one
+        # key (P = 1): that row then passes exactly no gradient to q and k, as in
+        # PyTorch's softmax backward, not the rounding noise of another product.
+        delta = torch.zeros_like(lse_i)  # (..., bq)
         for cols in _blocks(k.shape[-2], bk):
             c = slice(*cols)
             kj = k[..., c, :].to(acc_dtype)  # (..., bk, D)
             vj = v[..., c, :].to(acc_dtype)  # (..., bk, Dv)
-            s = _scores_tile(qi, kj, mask, bias, rows, cols)  # (..., bq, bk)
-            p = torch.exp(s - lse[..., r, None])  # (..., bq, bk): the tile's weights
+            p, dp = _weights_tile(qi, kj, vj, do_i, lse_i, mask, bias, rows, cols)
+            delta += (p * dp).sum(dim=-1)  # (..., bq)
+        # Sweep 2: the softmax backward rule, tile by tile.
+        for cols in _blocks(k.shape[-2], bk):
+            c = slice(*cols)
+            kj = k[..., c, :].to(acc_dtype)  # (..., bk, D)
+            vj = v[..., c, :].to(acc_dtype)  # (..., bk, Dv)
+            p, dp = _weights_tile(qi, kj, vj, do_i, lse_i, mask, bias, rows, cols)
             dv[..., c, :] += p.transpose(-2, -1) @ do_i  # (..., bk, Dv)
-            dp = do_i @ vj.transpose(-2, -1)  # (..., bq, bk)
-            ds = p * (dp - delta[..., r, None])  # (..., bq, bk): softmax backward
+            ds = p * (dp - delta[..., None])  # (..., bq, bk): softmax backward
             if dbias is not None:  # the bias enters the scores with weight 1
                 dbias[..., r, c] = ds  # (..., bq, bk)
             dq[..., r, :] += (ds @ kj) * scale  # (..., bq, D)
@@ -193,39 +213,19 @@ class _FlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, mask, bias, scale, bq, bk):
         out, lse = _forward(q, k, v, mask, scale, bq, bk, bias=bias)
-        ctx.save_for_backward(q, k, v, mask, bias, out, lse)
+        ctx.save_for_backward(q, k, v, mask, bias, lse)  # not the (T, S) weights
         ctx.scale, ctx.bq, ctx.bk = scale, bq, bk
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
-        q, k, v, mask, bias, out, lse = ctx.saved_tensors
+        q, k, v, mask, bias, lse = ctx.saved_tensors
         bias_grad = ctx.needs_input_grad[4]
         dq, dk, dv, dbias = _backward(
-            q, k, v, mask, bias, ctx.scale, out, lse, dout, ctx.bq, ctx.bk, bias_grad
+            q, k, v, mask, bias, ctx.scale, lse, dout, ctx.bq, ctx.bk, bias_grad
         )
         return dq, dk, dv, None, dbias, None, None, None
-
-
-def _check_block_size(block_size: object) -> tuple[int, int]:
-    """``block_size`` as ``(bq, bk)``; raise unless positive ints."""
-    pair = (
-        block_size
-        if isinstance(block_size, (tuple, list))
-        else (block_size, block_size)
-    )
-    sizes = [
-        int(n)
-        for n in pair
-        if isinstance(n, numbers.Integral) and not isinstance(n, bool)
-    ]
-    if len(pair) != 2 or len(sizes) != 2 or min(sizes) <= 0:
-        raise ValueError(
-            "block_size must be a positive int or a pair (block_q, block_k) "
-            f"of positive ints, got {block_size!r}"
-        )
-    return sizes[0], sizes[1]
 
 
 def flash_attention(

@@ -323,7 +323,6 @@ def test_input_errors(args, kwargs, exc, match):
 # --- half precision: float32 statistics and accumulators, as in FlashAttention ---
 
 HALF_SHAPES = [(7, 1), (1, 9), (33, 17), (17, 45), (65, 37)]  # (T, S): T != S
-EPS32 = torch.finfo(torch.float32).eps
 
 
 def _attend_all(kernel, q, k, v, mask, n_rep, grad):
@@ -366,14 +365,9 @@ def test_half_precision_is_as_accurate_as_plain_attention(
     half = _attend_all(plain, q, k, v, mask, n_rep, grad)
     ours = _attend_all(tiled, q, k, v, mask, n_rep, grad)
     assert all(x.dtype == dtype for x in ours)
-    delta_max = (grad.double() * ref[0]).sum(-1).abs().max().item()  # <dO, O>
-    qk_max = max(q.abs().max().item(), k.abs().max().item()) / math.sqrt(D)
     for i, (name, factor) in enumerate([("out", 2), ("dq", 3), ("dk", 3), ("dv", 3)]):
         err = (ours[i].double() - ref[i]).abs().max().item()
         err_plain = (half[i].double() - ref[i]).abs().max().item()
         # rounding slack of the reference itself, as flash-attention adds
         slack = 2 * (ref[i] + 0.3 - 0.3 - ref[i]).abs().max().item()
-        if i:  # a gradient that is 0 in exact arithmetic (one key: softmax
-            # has no gradient) comes out as float32 rounding of <dO, O> - dP
-            slack += 4 * EPS32 * delta_max * (1.0 if name == "dv" else qk_max)
         assert err <= factor * err_plain + slack, (name, err, err_plain, slack)
