@@ -163,6 +163,7 @@ def check_step_inputs(
     check_need_weights(need_weights)
     B, T = (x.shape[0], x.shape[1]) if mha.batch_first else (x.shape[1], x.shape[0])
     kv_cache.check_layer(mha.rope)
+    kv_cache.claim(mha)  # one cache per layer
     past = kv_cache.seq_len
     cached = kv_cache.keys  # not None once past > 0
     if past and cached is not None and cached.shape[0] != B:

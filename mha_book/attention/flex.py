@@ -97,6 +97,7 @@ def padding(lengths: torch.Tensor) -> MaskMod:
     def mask_mod(b, h, q_idx, kv_idx):
         return kv_idx < lengths[b]
 
+    setattr(mask_mod, "sizes", {"B": len(lengths)})  # noqa: B010  per sequence
     return mask_mod
 
 
@@ -116,6 +117,7 @@ def document(doc_ids: torch.Tensor) -> MaskMod:
     def mask_mod(b, h, q_idx, kv_idx):
         return (doc_ids[q_idx] == doc_ids[kv_idx]) & (q_idx >= kv_idx)
 
+    setattr(mask_mod, "sizes", {"S": len(doc_ids)})  # noqa: B010  per key
     return mask_mod
 
 
@@ -134,6 +136,7 @@ def alibi(num_heads: int) -> ScoreMod:
         slope = slopes.to(score.dtype)[h]
         return score - slope * (q_idx - kv_idx).abs()
 
+    setattr(score_mod, "sizes", {"H": int(slopes.numel())})  # noqa: B010  per head
     return score_mod
 
 
@@ -185,8 +188,15 @@ def _probe(name: str, mod: object, sizes: tuple[int, int, int, int], dtype=None)
     """Call ``mod`` once at the last batch row, head, query and key, where a
     table too short for the batch (``padding``), the keys (``document``) or
     the heads (``alibi``) runs out, and refuse by name what fails there or
-    returns no tensor, before FlexAttention traces it."""
+    returns no tensor, before FlexAttention traces it. A mod made for other
+    sizes (its ``sizes``: a longer table, more heads' slopes) is refused too."""
     check_callable(mod, name)
+    made_for: dict = getattr(mod, "sizes", {})  # what padding, document, alibi take
+    for dim, want in made_for.items():
+        if sizes["BHTS".index(dim)] != want:
+            raise ValueError(
+                f"{name} was made for {dim} = {want}, got (B, H, T, S) = {sizes}"
+            )
     index = [torch.tensor(n - 1) for n in sizes]  # b, h, q_idx, kv_idx
     args = index if dtype is None else [torch.tensor(0.0, dtype=dtype), *index]
     try:

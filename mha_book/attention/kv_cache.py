@@ -19,6 +19,8 @@ attention shrink it by ``H / Hkv``; :func:`kv_cache_bytes_per_token` counts it.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from mha_book._checks import (
@@ -60,6 +62,7 @@ class KVCache:
     def __init__(self) -> None:
         self.keys: torch.Tensor | None = None
         self.values: torch.Tensor | None = None
+        self._layer: weakref.ref | None = None  # the layer whose keys it holds
 
     @property
     def seq_len(self) -> int:
@@ -124,8 +127,8 @@ class KVCache:
                 f"v must have the (B, Hkv, T) of k = {fmt_shape(k.shape[:3])} as its "
                 f"first three dims, got v of shape {fmt_shape(v.shape)}"
             )
-        if self.keys is None:
-            self.keys, self.values = k, v
+        if self.keys is None:  # copies: the caller may reuse its buffers
+            self.keys, self.values = k.clone(), v.clone()
         else:
             assert self.values is not None  # keys and values are set together
             for name, new, old in (("k", k, self.keys), ("v", v, self.values)):
@@ -146,9 +149,23 @@ class KVCache:
         :class:`~mha_book.attention.rope.RotaryEmbedding` or None); this one
         serves any layer."""
 
+    def claim(self, layer: object) -> None:
+        """Refuse a second layer: the cached keys are those of the layer that
+        wrote them, and another layer's would be attended as its own (one
+        cache per layer; :meth:`reset` frees it for any layer)."""
+        owner = self._layer  # a dead reference (layer freed) is not ``layer``
+        if owner is not None and self.keys is not None and owner() is not layer:
+            raise ValueError(
+                "kv_cache must belong to one layer: it holds the keys of another "
+                "layer, got a second one; give each layer its own cache (or "
+                "reset() it)"
+            )
+        self._layer = weakref.ref(layer)
+
     def reset(self) -> None:
         """Empty the cache (start a new sequence)."""
         self.keys = self.values = None
+        self._layer = None
 
     def __repr__(self) -> str:
         shape = (

@@ -29,6 +29,8 @@ activation memory in training; that does not change the cache and is left out.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from torch import nn
 
@@ -63,6 +65,17 @@ class LatentCache:
     def __init__(self) -> None:
         self.latents: torch.Tensor | None = None
         self.rope_keys: torch.Tensor | None = None
+        self._layer: weakref.ref | None = None  # the layer whose latents it holds
+
+    def claim(self, layer: object) -> None:
+        """Refuse a second layer (one cache per layer), as KVCache.claim does."""
+        owner = self._layer  # a dead reference (layer freed) is not ``layer``
+        if owner is not None and self.latents is not None and owner() is not layer:
+            raise ValueError(
+                "cache must belong to one layer: it holds the latents of another "
+                "layer, got a second one (one LatentCache per layer)"
+            )
+        self._layer = weakref.ref(layer)
 
     @property
     def seq_len(self) -> int:
@@ -195,6 +208,8 @@ class LatentAttention(nn.Module):
             raise TypeError(
                 f"cache must be a LatentCache or None, got {type(cache).__name__}"
             )
+        if cache is not None:
+            cache.claim(self)
         past = 0 if cache is None else cache.seq_len
         positions = torch.arange(past, past + x.shape[1], device=x.device)  # (T,)
         q_plain, q_rot = self._queries(x, positions)  # (B, H, T, D), (B, H, T, R)

@@ -190,6 +190,11 @@ class PagedKVCache:
                     f"{name} must be (Hkv, T, D) = {fmt_shape(want)} of "
                     f"{pool.keys.dtype} (the pool's), got {fmt_shape(x.shape)} of {x.dtype}"
                 )
+        if v.shape != k.shape:
+            raise ValueError(
+                f"v must have the shape of k = {fmt_shape(k.shape)}, "
+                f"got {fmt_shape(v.shape)}"
+            )
         T, P = k.shape[1], pool.block_size
         if T == 0:
             raise ValueError("k must hold at least one new token, got T = 0")

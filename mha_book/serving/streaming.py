@@ -107,6 +107,25 @@ def _hidden(model: CausalDecoder, idx: torch.Tensor, caches: list[KVCache]):
 
 
 @torch.no_grad()
+def _stream_logits(
+    model: CausalDecoder, ids: torch.Tensor, policy: str, C: int, sinks: int
+) -> torch.Tensor:
+    """The logits ``(B, N - 1, V)`` of :func:`stream_losses`, in eval mode."""
+    if policy == "recompute":
+        return _recomputed_logits(model, ids, C)  # (B, N - 1, V)
+    kept = sinks if policy == "sinks" else 0
+    rope = _blocks(model)[0].self_attn.rope
+    caches: list[KVCache] = [
+        KVCache() if policy == "dense" else SinkKVCache(kept, C - kept, rope)
+        for _ in model.blocks
+    ]
+    steps = [
+        decoder_step(model, ids[:, t : t + 1], caches)  # (B, 1, V)
+        for t in range(ids.shape[1] - 1)
+    ]
+    return torch.cat(steps, dim=1)  # (B, N - 1, V)
+
+
 def stream_losses(
     model: CausalDecoder,
     ids: torch.Tensor,
@@ -154,21 +173,12 @@ def stream_losses(
         raise ValueError(
             f"ids must hold at least 2 tokens per stream, got {ids.shape[1]}"
         )
+    was_training = model.training
     model.eval()
-    if policy == "recompute":
-        logits = _recomputed_logits(model, ids, C)  # (B, N - 1, V)
-    else:
-        kept = sinks if policy == "sinks" else 0
-        rope = _blocks(model)[0].self_attn.rope
-        caches: list[KVCache] = [
-            KVCache() if policy == "dense" else SinkKVCache(kept, C - kept, rope)
-            for _ in model.blocks
-        ]
-        steps = [
-            decoder_step(model, ids[:, t : t + 1], caches)  # (B, 1, V)
-            for t in range(ids.shape[1] - 1)
-        ]
-        logits = torch.cat(steps, dim=1)  # (B, N - 1, V)
+    try:
+        logits = _stream_logits(model, ids, policy, C, sinks)  # (B, N - 1, V)
+    finally:
+        model.train(was_training)  # the caller's mode, as charlm.evaluate does
     targets = ids[:, 1:]  # (B, N - 1)
     losses = torch.nn.functional.cross_entropy(
         logits.transpose(1, 2), targets, reduction="none"

@@ -289,7 +289,7 @@ def test_cache_appends_and_counts_bytes():
     assert cache.seq_len == 0 and cache.nbytes == 0 and "empty" in repr(cache)
     k1, v1 = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 6)
     k, v = cache.update(k1, v1)
-    assert k is k1 and v is v1
+    assert torch.equal(k, k1) and k is not k1 and v is not v1  # its own copies
     k2, v2 = torch.randn(2, 3, 1, 5), torch.randn(2, 3, 1, 6)
     k, v = cache.update(k2, v2)
     assert k.shape == (2, 3, 5, 5) and v.shape == (2, 3, 5, 6)
