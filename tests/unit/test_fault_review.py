@@ -95,3 +95,78 @@ def test_the_classifier_reports_each_kind_of_defect():
     assert _outcome(lambda x: (_ for _ in ()).throw(ValueError("max_x bad"))).kind == (
         "unnamed error"
     )
+
+
+# --- the whole-call kinds: pairs, shared objects, independent computations ---
+
+
+@pytest.mark.parametrize(
+    ("case", "least"), [("pair", 30), ("shared", 20), ("oracle", 25)]
+)
+def test_each_kind_of_whole_call_case_reaches_many_entry_points(outcomes, case, least):
+    of_kind = [o for o in outcomes if o.case == case]
+    assert len({o.api for o in of_kind}) >= least
+    right = {"named error", "agrees"}
+    assert {o.kind for o in of_kind} <= right, [
+        o for o in of_kind if o.kind not in right
+    ]
+    if case == "pair":  # a disagreeing pair is always refused by name
+        assert {o.kind for o in of_kind} == {"named error"}
+
+
+def test_the_cli_counts_each_kind_of_case(outcomes):
+    from tools.fault_review.cli import kind_lines
+
+    lines = kind_lines(outcomes)
+    assert [line.split(":")[0] for line in lines] == list(fault_review.KINDS.values())
+
+
+def _ignores_the_mismatch(q, k):
+    return q  # accepts any k
+
+
+def test_each_kind_reports_a_function_that_is_silently_wrong():
+    import torch
+
+    from tools.fault_review.checks import Check, differs, refused, run_check
+
+    pair = Check(
+        "fake",
+        "pair",
+        "q batch 2, k batch 3",
+        refused(lambda: _ignores_the_mismatch(torch.zeros(2, 1), torch.zeros(3, 1))),
+        ("q", "k"),
+    )
+    unnamed = Check("fake", "pair", "x", refused(lambda: int("x")), ("q", "k"))
+    assert run_check(pair).kind == "silently wrong"
+    assert run_check(unnamed).kind == "unnamed error"  # the message names no argument
+
+    def sparsity_off_by_one_block():
+        return differs(0.25 + 1 / 16, 0.25, 1e-12)
+
+    assert run_check(Check("fake", "oracle", "s", sparsity_off_by_one_block)).kind == (
+        "silently wrong"
+    )
+
+    class Flips(torch.nn.Module):
+        def forward(self, x):
+            self.eval()  # the caller's train mode lost
+            return x
+
+    model = Flips()
+    from tools.fault_review.shared_cases import _keeps_mode
+
+    mode = Check(
+        "fake",
+        "shared",
+        "m",
+        _keeps_mode(model, lambda: model(1), True),
+        wrong="silently changed mode",
+    )
+    assert run_check(mode).kind == "silently changed mode"
+    kept = []
+    shared = Check(
+        "fake", "shared", "twice", lambda: differs(len(kept.append(0) or kept), 0)
+    )
+    assert run_check(shared).kind == "silently wrong"  # hidden state between calls
+    assert "silently wrong" in DEFECTS and "silently changed mode" in DEFECTS

@@ -13,6 +13,16 @@ call ends in one of these classes:
 - ``unnamed error``, ``other exception``, ``NaN from finite input`` and, for
   a damaged checkpoint that loads, ``silently changed weights``: defects.
 
+Three further kinds of case are whole calls (``checks``): ``pair_cases``
+varies two arguments that must agree so they disagree (batch sizes, lengths,
+heads, dtypes, devices, a cache and its module; a result is ``silently
+wrong``), ``shared_cases`` shares or reuses one object (a cache given to two
+modules, a block freed while held, aliased inputs, a call repeated, the
+model's train/eval mode: ``silently changed mode``), and ``oracle_cases``
+checks results against an independent computation (brute force, a
+definition, PyTorch's own modules). Their right outcomes are ``named error``
+and ``agrees``.
+
 ``python -m tools.fault_review`` prints the counts per class and every defect;
 ``tests/unit/test_fault_review.py`` fails on any defect. The hypothesis tests in
 ``tests/unit/test_bad_input.py`` explore random shapes; this catalogue is fixed, so
@@ -28,8 +38,21 @@ cache), ``model_cases`` (layers, the decoder, the tokenizer, the LM, viz),
 ``run_all`` and the damaged checkpoints) and ``cli`` (``main``).
 """
 
+from tools.fault_review.checks import KINDS, Check, run_check
 from tools.fault_review.cli import main
 from tools.fault_review.outcomes import DEFECTS, Api, Outcome, run_case
-from tools.fault_review.review import catalogue, run_all
+from tools.fault_review.review import catalogue, checks, run_all
 
-__all__ = ["DEFECTS", "Api", "Outcome", "catalogue", "main", "run_all", "run_case"]
+__all__ = [
+    "DEFECTS",
+    "KINDS",
+    "Api",
+    "Check",
+    "Outcome",
+    "catalogue",
+    "checks",
+    "main",
+    "run_all",
+    "run_case",
+    "run_check",
+]

@@ -6,8 +6,21 @@ import argparse
 import sys
 from collections import Counter
 
-from tools.fault_review.outcomes import DEFECTS
+from tools.fault_review.checks import KINDS
+from tools.fault_review.outcomes import DEFECTS, Outcome
 from tools.fault_review.review import run_all
+
+
+def kind_lines(outcomes: list[Outcome]) -> list[str]:
+    """One line per kind of whole-call case: cases, entry points, outcomes."""
+    lines = []
+    for case, title in KINDS.items():
+        of_kind = [o for o in outcomes if o.case == case]
+        split = Counter(o.kind for o in of_kind).most_common()
+        outcome = ", ".join(f"{n} {kind}" for kind, n in split)
+        apis = len({o.api for o in of_kind})
+        lines.append(f"{title}: {len(of_kind)} cases, {apis} entry points ({outcome})")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(outcomes)} inputs to {apis} public entry points")
     for kind, n in counts.most_common():
         print(f"  {n:4d}  {kind}")
+    for line in kind_lines(outcomes):
+        print(line)
     shown = outcomes if args.all else [o for o in outcomes if o.kind in DEFECTS]
     for o in shown:
         print(f"{o.kind:26s} {o.api}({o.arg}={o.variant}) {o.detail}")

@@ -14,6 +14,8 @@ DEFECTS = (
     "other exception",
     "NaN from finite input",
     "silently changed weights",
+    "silently wrong",
+    "silently changed mode",
 )
 
 
@@ -24,6 +26,7 @@ class Outcome:
     variant: str
     kind: str
     detail: str = ""
+    case: str = "one argument"  # or a kind of tools.fault_review.checks
 
 
 @dataclass
@@ -52,7 +55,7 @@ def _finite(value: object) -> bool:
     return True
 
 
-def _names_argument(message: str, names: tuple[str, ...]) -> bool:
+def names_argument(message: str, names: tuple[str, ...]) -> bool:
     return any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", message) for n in names)
 
 
@@ -66,7 +69,7 @@ def run_case(api: Api, arg: str, variant: str, value: object) -> Outcome:
     # names the file
     except (ValueError, TypeError, FileNotFoundError) as err:
         message = str(err)
-        kind = "named error" if _names_argument(message, names) else "unnamed error"
+        kind = "named error" if names_argument(message, names) else "unnamed error"
         return Outcome(api.name, arg, variant, kind, f"{type(err).__name__}: {message}")
     except Exception as err:  # noqa: BLE001  (sorting every outcome is the point)
         return Outcome(api.name, arg, variant, "other exception", repr(err)[:200])

@@ -19,6 +19,7 @@ from tools.fault_review.attention_cases import (
 )
 from tools.fault_review.bench_cases import bench_apis
 from tools.fault_review.bert_cases import bert_apis
+from tools.fault_review.checks import Check, run_check
 from tools.fault_review.diagram_cases import diagram_apis
 from tools.fault_review.extrapolation_cases import extrapolation_apis
 from tools.fault_review.inference_cases import inference_apis
@@ -30,11 +31,14 @@ from tools.fault_review.model_cases import (
     tokenizer_apis,
     viz_apis,
 )
+from tools.fault_review.oracle_cases import oracle_checks
 from tools.fault_review.outcomes import Api, Outcome, run_case
+from tools.fault_review.pair_cases import pair_checks
 from tools.fault_review.parts_cases import measurement_apis, parts_apis
 from tools.fault_review.poetry_cases import poetry_apis
 from tools.fault_review.position_cases import position_apis
 from tools.fault_review.seq2seq_cases import seq2seq_apis
+from tools.fault_review.shared_cases import shared_checks
 from tools.fault_review.variants import variants
 
 
@@ -77,7 +81,14 @@ def run_all(flips: int = 64) -> list[Outcome]:
                 outcomes.append(run_case(api, arg, variant, bad))
     with tempfile.TemporaryDirectory(prefix="mha_book_faults_") as folder:
         outcomes.extend(_checkpoint_faults(Path(folder), flips))
+    outcomes.extend(run_check(check) for check in checks())
     return outcomes
+
+
+def checks() -> list[Check]:
+    """The whole-call cases: pairs that must agree, objects shared or reused,
+    results against an independent computation (``tools.fault_review.checks``)."""
+    return [*pair_checks(), *shared_checks(), *oracle_checks()]
 
 
 def _checkpoint_path(folder: Path) -> Path:
