@@ -297,3 +297,53 @@ def test_stored_study_is_computed_once(tmp_path, monkeypatch):
     again = stored_study("study", {"w": torch.ones(2)}, compute, code)
     other = stored_study("study", {"w": torch.zeros(2)}, compute, code)
     assert first == again == other and len(calls) == 2
+
+
+def test_pruning_study_measures_each_set_of_masked_heads_once():
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"attn": MultiHeadAttention(8, 4)})
+    x = torch.randn(2, 3, 8)
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return model["attn"](x, x, x)[0].pow(2).mean().item()
+
+    study = pruning_study(model, measure, measure, random_seeds=[0, 1, 2])
+    curves = [study["by_importance"], *study["random"]]
+    orders = [sorted(study["importance"], key=study["importance"].get)]
+    orders += [random_order(model, seed) for seed in (0, 1, 2)]
+    sets = {frozenset(order[:k]) for order in orders for k in range(5)}
+    sets |= {frozenset([head]) for head in study["importance"]}  # the scores
+    assert len(calls) == len(sets) < 5 + 4 * 5  # each set once
+    fresh = pruning_curve(model, measure, orders[1])  # no shared values
+    assert fresh == curves[1]
+    with pytest.raises(ValueError, match="every"):
+        pruning_curve(model, measure, orders[1], every=0)
+
+
+def test_pruning_curve_every_second_head_keeps_the_last():
+    model = nn.ModuleDict(
+        {"a": MultiHeadAttention(8, 2), "b": MultiHeadAttention(8, 4)}
+    )
+    x = torch.randn(1, 3, 8)
+
+    def measure():
+        return model["b"](model["a"](x, x, x)[0], x, x)[0].sum().item()
+
+    curve = pruning_curve(model, measure, random_order(model), every=2)
+    assert [share for share, _ in curve] == [0.0, 2 / 6, 4 / 6, 1.0]
+    assert curve == [
+        point
+        for point in pruning_curve(model, measure, random_order(model))
+        if point[0] in (0.0, 2 / 6, 4 / 6, 1.0)
+    ]
+
+
+def test_mla_reads_the_last_row_of_causal_self_attention():
+    torch.manual_seed(0)
+    model = RecallModel(RecallConfig(TASK, 16, 4, latent_dim=6))
+    b = recall_batch(TASK, 5, torch.Generator().manual_seed(4))
+    query, seq = model.tokens(b)
+    read = model._latent_read(query, seq[:, :-1])  # the query decoded alone
+    assert torch.allclose(read, model.attn(seq)[:, -1:], atol=1e-6)

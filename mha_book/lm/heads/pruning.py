@@ -7,7 +7,8 @@ gate that multiplies the head's output, taken at gate 1 (one backward pass
 for every head), each example with its own gate, the absolute values
 averaged over the examples. Michel et al. also normalise the scores of each
 layer; here they are not. Heads are removed from the least important on,
-and the same removal in random orders is the yardstick.
+and the same removal in random orders is the yardstick; a study measures
+each set of masked heads once.
 
 Legend: B batch, T length, H heads of a module, D head dim.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from mha_book._checks import check_positive_int
 from mha_book.attention.mha import MultiHeadAttention  # noqa: F401 (examples)
 from mha_book.lm.artifacts import cached
 from mha_book.lm.heads.masking import (
@@ -69,13 +71,7 @@ def head_importance(
     """
     heads = attention_heads(model) if heads is None else _heads(model, heads)
     if method == "mask":
-        with torch.no_grad():
-            base = float(loss())
-            scores = {}
-            for head in heads:
-                with masked(model, [head]):
-                    scores[head] = float(loss()) - base
-        return scores
+        return _mask_scores(model, loss, heads, {})
     if method != "gradient":
         raise ValueError(f"method must be 'mask' or 'gradient', got {method!r}")
     calls: dict[str, list[torch.Tensor]] = {}
@@ -96,6 +92,29 @@ def head_importance(
         grad = per_module[name]  # (B, H): d loss / d gate, loss a batch mean
         scores[(name, head)] = (grad[:, head].abs().mean() * grad.shape[0]).item()
     return scores
+
+
+Measured = dict[frozenset[Head], float]  # masked heads -> the value measured
+
+
+def _measured(
+    model: nn.Module, measure: Callable, heads: Sequence[Head], values: Measured
+) -> float:
+    """``measure()`` with ``heads`` masked: looked up in ``values`` (keyed by the
+    set of masked heads), or made and stored there."""
+    key = frozenset(heads)
+    if key not in values:
+        with torch.no_grad(), masked(model, heads):
+            values[key] = float(measure())
+    return values[key]
+
+
+def _mask_scores(
+    model: nn.Module, loss: Callable, heads: Sequence[Head], values: Measured
+) -> dict[Head, float]:
+    """``method="mask"`` of :func:`head_importance`, through ``values``."""
+    base = _measured(model, loss, [], values)
+    return {head: _measured(model, loss, [head], values) - base for head in heads}
 
 
 @contextlib.contextmanager
@@ -125,10 +144,20 @@ def _example_gates(
 
 
 def pruning_curve(
-    model: nn.Module, measure: Callable[[], float], order: Sequence[Head]
+    model: nn.Module,
+    measure: Callable[[], float],
+    order: Sequence[Head],
+    values: Measured | None = None,
+    *,
+    every: int = 1,
 ) -> list[tuple[float, float]]:
-    """``measure()`` with the first k heads of ``order`` masked, for k = 0 to
-    all of them: ``(share of the model's heads removed, value)`` pairs.
+    """``measure()`` with the first k heads of ``order`` masked, for k = 0,
+    ``every``, 2 · ``every``, ... and all of them: ``(share of the model's
+    heads removed, value)`` pairs.
+
+    ``values`` holds what ``measure`` gave before, keyed by the set of masked
+    heads; the curve reads it and adds to it (curves in several orders share
+    their first and last points, and any other set they mask alike).
 
     Example:
         >>> model = nn.ModuleDict({"attn": MultiHeadAttention(8, 2)})
@@ -139,13 +168,11 @@ def pruning_curve(
         [0.0, 0.5, 1.0]
     """
     order = _heads(model, order)
+    step = check_positive_int(every, "every")
     total = len(attention_heads(model))
-    with torch.no_grad():
-        curve = [(0.0, float(measure()))]
-        for k in range(1, len(order) + 1):
-            with masked(model, order[:k]):
-                curve.append((k / total, float(measure())))
-    return curve
+    values = {} if values is None else values
+    counts = sorted({*range(0, len(order), step), len(order)})  # heads masked
+    return [(k / total, _measured(model, measure, order[:k], values)) for k in counts]
 
 
 def random_order(model: nn.Module, seed: int = 0) -> list[Head]:
@@ -184,11 +211,15 @@ def pruning_study(
     *,
     method: str = "mask",
     random_seeds: Sequence[int] = (0, 1, 2),
+    every: int = 1,
 ) -> dict:
     """Score every head by ``loss`` (:func:`head_importance`), remove them from
     the least important on and record ``measure`` (:func:`pruning_curve`);
     and, as the yardstick, the same with the heads in random orders, one
-    per seed of ``random_seeds``.
+    per seed of ``random_seeds``. Each set of masked heads is measured once
+    (``measure`` must give the same value for the same heads), and when
+    ``loss`` is ``measure`` the scores' measurements are reused by the curves.
+    The curves measure after every ``every``-th head (:func:`pruning_curve`).
 
     Returns:
         dict: ``"importance"``, each head's score; ``"by_importance"``,
@@ -203,12 +234,20 @@ def pruning_study(
         >>> len(study["by_importance"]), len(study["random"])
         (3, 2)
     """
-    importance = head_importance(model, loss, method=method)
+    values: Measured = {}  # each set of masked heads measured once
+    if method == "mask" and loss is measure:  # the scores are points of the curves
+        importance = _mask_scores(model, measure, attention_heads(model), values)
+    else:
+        importance = head_importance(model, loss, method=method)
     return {
         "importance": importance,
-        "by_importance": pruning_curve(model, measure, prune_order(importance)),
+        "by_importance": pruning_curve(
+            model, measure, prune_order(importance), values, every=every
+        ),
         "random": [
-            pruning_curve(model, measure, random_order(model, seed))
+            pruning_curve(
+                model, measure, random_order(model, seed), values, every=every
+            )
             for seed in random_seeds
         ],
     }

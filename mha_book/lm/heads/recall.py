@@ -13,8 +13,9 @@ layer scores the V² answers::
 The attention is :class:`~mha_book.attention.mha.MultiHeadAttention` (MHA,
 or GQA and MQA with ``num_kv_heads``) or
 :class:`~mha_book.attention.latent.LatentAttention` (MLA, with
-``latent_dim``). Everything but the attention is the same for every head
-count, and MHA's four projections are ``(E, E)`` whatever H is.
+``latent_dim``: the pairs' latents are cached and the query token decoded
+against them, as MLA decodes). Everything but the attention is the same for
+every head count, and MHA's four projections are ``(E, E)`` whatever H is.
 
 Legend: B batch, N pairs, S = N + 1 keys, E model dim, H heads, D = E / H,
 Hkv key/value heads, C latent dim, R rope dim, V values.
@@ -28,8 +29,9 @@ import torch
 from torch import nn
 
 from mha_book._checks import check_positive_int
-from mha_book.attention.latent import LatentAttention
+from mha_book.attention.latent import LatentAttention, LatentCache
 from mha_book.attention.mha import MultiHeadAttention
+from mha_book.attention.rope import apply_rotary
 from mha_book.lm.heads.task import RecallBatch, RecallTask
 
 __all__ = ["RecallConfig", "RecallModel", "cache_numbers_per_token"]
@@ -166,13 +168,32 @@ class RecallModel(nn.Module):
             - output: ``(B, V²)``
         """
         query, seq = self.tokens(batch)  # (B, 1, E), (B, S, E)
-        if isinstance(self.attn, LatentAttention):  # causal: the last token sees all
-            read = self.attn(seq)[:, -1:]  # (B, 1, E)
+        if isinstance(self.attn, LatentAttention):
+            read = self._latent_read(query, seq[:, :-1])  # (B, 1, E)
         else:
             read, _ = self.attn(query, seq, seq, need_weights=False)  # (B, 1, E)
         h = query + read  # (B, 1, E)
         h = h + self.linear2(torch.relu(self.linear1(self.norm1(h))))  # (B, 1, E)
         return self.out(self.norm2(h))[:, 0]  # (B, V²)
+
+    def _latent_read(self, query: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        """MLA's read for the query, as MLA decodes a token: the pairs' latents
+        and rotated keys are cached at positions 0 to N - 1, then the query
+        alone attends at position N to them and to itself. The same as the
+        last row of the causal ``self.attn([pairs; query])``, without the N
+        rows that nothing reads.
+
+        Shape:
+            - query: ``(B, 1, E)``; pairs: ``(B, N, E)``
+            - output: ``(B, 1, E)``
+        """
+        attn = self.attn
+        assert isinstance(attn, LatentAttention)
+        positions = torch.arange(pairs.shape[1], device=pairs.device)  # (N,)
+        cache = LatentCache()
+        rotated = apply_rotary(attn.k_rope(pairs), positions)  # (B, N, R)
+        cache.update(attn.kv_down(pairs), rotated)  # (B, N, C), (B, N, R)
+        return attn(query, cache)  # (B, 1, E)
 
     @torch.no_grad()
     def attention_maps(self, batch: RecallBatch) -> torch.Tensor:

@@ -180,7 +180,12 @@ def train_recall_runs(
     seed_list = [check_positive_int(s, "seeds", allow_zero=True) for s in seeds]
     if not seed_list:
         raise ValueError("seeds: expected at least one seed, got none")
-    names = [f"{name}/{seed}" for name in configs for seed in seed_list]
+    # the slowest runs first (MLA, then more heads), so that the processes
+    # sharing them out end with short runs and finish close together
+    order = sorted(
+        configs, key=lambda n: (configs[n].latent_dim is None, -configs[n].num_heads)
+    )
+    names = [f"{name}/{seed}" for name in order for seed in seed_list]
 
     def fetch(run: str, wait: bool) -> TrainedRecall:
         name, seed = run.rsplit("/", 1)
