@@ -272,17 +272,6 @@ def _cache_oracles_a() -> list[Check]:
     full = mha_book.causal_mask(6)
     gqa = mha_book.MultiHeadAttention(16, 4, num_kv_heads=2).eval()
     rope = mha_book.MultiHeadAttention(16, 4, rope=mha_book.RotaryEmbedding(4)).eval()
-    mla = LatentAttention(16, 2, head_dim=8, latent_dim=8, rope_dim=4)
-
-    def latent(absorbed):
-        with torch.no_grad():
-            cache = LatentCache()
-            steps = [mla(x[:, :2], cache, absorbed=absorbed)]
-            steps += [
-                mla(x[:, t : t + 1], cache, absorbed=absorbed) for t in range(2, 6)
-            ]
-            return differs(torch.cat(steps, dim=1), mla(x))
-
     return [
         _o(
             "MultiHeadAttention.forward_step",

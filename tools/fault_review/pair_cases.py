@@ -125,11 +125,6 @@ def _kv_update_pairs() -> list[Check]:
 
 
 def _kv_update_pairs_a() -> list[Check]:
-    def again(k2, v2):
-        cache = KVCache()
-        cache.update(_r(2, 3, 1, 4), _r(2, 3, 1, 4))
-        return cache.update(k2, v2)
-
     api, k = "KVCache.update", _r(2, 3, 1, 4)
     return [
         _pair(
