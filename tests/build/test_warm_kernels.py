@@ -22,8 +22,12 @@ SPOIL = cell(
 READ = cell(
     "import sys\n"
     "warm = 'torch' in sys.modules  # before this page imports anything\n"
+    "dynamo = 'torch._dynamo' in sys.modules\n"
     "import os, torch, matplotlib, mha_book\n"
+    "from mha_book import _digest\n"
     "print('warm', warm)\n"
+    "print('dynamo', dynamo)\n"
+    "print('read', _digest._graph_at.cache_info().currsize > 0)\n"
     "print('dtype', torch.get_default_dtype())\n"
     "print('seed', torch.initial_seed())\n"
     "print('module', hasattr(mha_book, 'spoiled'))\n"
@@ -49,7 +53,7 @@ def two_pages(repo, env=None):
     text = re.sub(r"<[^>]+>", "", html)
     return dict(
         re.findall(
-            r"^(warm|dtype|seed|module|env|linewidth|name|backend) (.+)$",
+            r"^(warm|dynamo|read|dtype|seed|module|env|linewidth|name|backend) (.+)$",
             text,
             flags=re.M,
         )
@@ -59,6 +63,8 @@ def two_pages(repo, env=None):
 def test_a_page_starts_clean_in_a_kernel_forked_from_the_zygote(scratch):
     seen = two_pages(scratch)
     assert seen["warm"] == "True"  # torch came from the zygote
+    assert seen["dynamo"] == "True"  # what an optimizer's first step imports
+    assert seen["read"] == "True"  # the package's code, read once to key results
     assert seen["dtype"] == "torch.float32"
     assert seen["seed"] != "123"  # drawn afresh, as in a fresh Python
     assert seen["module"] == "False"
@@ -71,5 +77,6 @@ def test_a_page_starts_clean_in_a_kernel_forked_from_the_zygote(scratch):
 def test_without_the_zygote_every_page_starts_a_fresh_python(scratch):
     seen = two_pages(scratch, env={"MHA_BOOK_WARM_KERNELS": "0"})
     assert seen["warm"] == "False"
+    assert seen["dynamo"] == "False" and seen["read"] == "False"
     assert seen["dtype"] == "torch.float32" and seen["module"] == "False"
     assert "inline" in seen["backend"]
