@@ -92,10 +92,9 @@ def load_digits(part: str = "train") -> Digits:
     if part not in ("train", "test", "all"):
         raise ValueError(f"part must be 'train', 'test' or 'all', got {part!r}")
     text = gzip.decompress((_folder() / "digits.csv.gz").read_bytes()).decode("ascii")
-    rows = torch.tensor([[int(v) for v in line.split(",")] for line in text.split()])
-    images = (
-        rows[:, :-1].reshape(-1, SIDE, SIDE).float() / LEVELS
-    )  # (N, 64) -> (N, 8, 8)
+    values = [int(v) for v in text.replace("\n", ",").strip(",").split(",")]
+    rows = torch.tensor(values).reshape(-1, SIDE * SIDE + 1)  # (N, 64 pixels + digit)
+    images = rows[:, :-1].reshape(-1, SIDE, SIDE).float() / LEVELS  # (N, 8, 8)
     labels = rows[:, -1].long()  # (N,)
     split = json.loads((_folder() / "split.json").read_text(encoding="utf-8"))
     test = torch.zeros(len(labels), dtype=torch.bool)
