@@ -14,6 +14,9 @@ Above :mod:`mha_book.models` (which it imports), never imported by it or by
 - :mod:`~mha_book.lm.extrapolation`: train short, test long (chapter 14);
   :mod:`~mha_book.lm.poetry`: the form of Tang verse and its measures
   (chapter 15).
+- :mod:`~mha_book.lm.heads`: what several heads buy (chapter 18);
+  :mod:`~mha_book.lm.induction`: heads that work together, induction heads
+  (chapter 19).
 """
 
 from mha_book._lazy import lazy_exports
