@@ -2,13 +2,10 @@
 from them: the step of the phase change, each head's role, and ablations.
 
 Every run has the same task, model dim, heads, data, steps, batch and
-learning rate; only the depth and the positions change:
-
-- :func:`depth_configs`: one and two attention layers, learned positions;
-- :func:`position_configs`: two layers with no positions at all.
-
-:func:`chapter_runs` trains (or loads) all of them over three seeds in one
-call, shared out between the book's two editions.
+learning rate; only the depth changes (:func:`depth_configs`: one and two
+attention layers, learned positions). :func:`chapter_runs` trains (or loads)
+them over three seeds in one call, shared out between the book's two
+editions.
 
 Legend: N layers, H heads per layer, S snapshots.
 """
@@ -32,7 +29,6 @@ __all__ = [
     "SEEDS",
     "BUDGET",
     "depth_configs",
-    "position_configs",
     "chapter_runs",
     "phase_change_step",
     "head_roles",
@@ -64,31 +60,18 @@ def depth_configs() -> dict[str, AttentionOnlyConfig]:
     return {"1 layer": _config(1), "2 layers": _config(2)}
 
 
-def position_configs() -> dict[str, AttentionOnlyConfig]:
-    """``"no positions"``: two layers that only the causal mask tells about
-    order.
-
-    Example:
-        >>> [c.positions for c in position_configs().values()]
-        ['none']
-    """
-    return {"no positions": _config(2, "none")}
-
-
 def chapter_runs(
     seeds: Iterable[int] = SEEDS, **budget
 ) -> dict[str, list[TrainedInduction]]:
-    """Every run of :func:`depth_configs` and :func:`position_configs` over
-    ``seeds``, trained or loaded, with :data:`BUDGET` unless ``budget``
-    overrides it.
+    """Every run of :func:`depth_configs` over ``seeds``, trained or loaded,
+    with :data:`BUDGET` unless ``budget`` overrides it.
 
     Example:
         >>> runs = chapter_runs([0], steps=1, batch_size=4)
         >>> list(runs)
-        ['1 layer', '2 layers', 'no positions']
+        ['1 layer', '2 layers']
     """
-    configs = {**depth_configs(), **position_configs()}
-    return train_induction_runs(configs, TASK, seeds, **{**BUDGET, **budget})
+    return train_induction_runs(depth_configs(), TASK, seeds, **{**BUDGET, **budget})
 
 
 def phase_change_step(run: TrainedInduction) -> int | None:
