@@ -53,7 +53,7 @@ def probe_decoder(model: nn.Module, batch: InductionBatch) -> dict[str, object]:
     """What a trained decoder does with a repeated segment of random tokens.
 
     Returns:
-        A dict: ``"first"``, ``"repeat"`` (mean losses in nats),
+        dict: ``"first"``, ``"repeat"`` (mean losses in nats),
         ``"chance"`` (log V), ``"prefix"`` and ``"previous"`` ``(N, H)``,
         ``"uniform_prefix"`` (the prefix-matching score of evenly spread
         attention), ``"best"`` (the head with the highest prefix-matching

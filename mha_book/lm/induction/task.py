@@ -80,7 +80,7 @@ class InductionTask:
 
     @property
     def chance(self) -> float:
-        """The loss of a uniform guess, log V nats: the first copy's yardstick."""
+        """The loss of a uniform guess in nats, log V (the first copy's yardstick)."""
         return math.log(self.vocab_size)
 
 
