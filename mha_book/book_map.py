@@ -167,7 +167,7 @@ def chapters_in(part: str) -> list[Chapter]:
 
     Example:
         >>> [c.number for c in chapters_in("learning")]
-        [10, 11, 15, 16, 18]
+        [10, 11, 15, 16, 18, 19, 20]
     """
     if part not in {p.key for p in PARTS}:
         raise ValueError(f"part must be one of {[p.key for p in PARTS]}, got {part!r}")
@@ -198,7 +198,7 @@ def reading_order(after: int = 0) -> list[Chapter]:
 
     Example:
         >>> [c.number for c in reading_order(9)]
-        [10, 11, 12, 13, 16, 14, 15, 17, 18]
+        [10, 11, 12, 13, 16, 14, 15, 17, 18, 19, 20]
     """
     done = {c.number for c in CHAPTERS if c.number <= after}
     wanted = [c for p in PARTS for c in chapters_in(p.key) if c.number > after]

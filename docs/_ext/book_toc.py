@@ -167,12 +167,12 @@ def expand(text: str, lang: str) -> str:
     for a downloaded notebook, which has no Sphinx to run it; the contents'
     toctrees are left out.
 
-    >>> print(expand("Next:\\n\\n```{book-map} path\\n:after: 15\\n```\\n", "en"))
+    >>> print(expand("Next:\\n\\n```{book-map} path\\n:after: 17\\n```\\n", "en"))
     Next:
     <BLANKLINE>
-    1. [16 Cross-Attention Learns to Align](16-cross-attention.md), after chapters 10, 11 and 13.
-    2. [17 Attention at Inference Scale](17-inference.md), after chapters 11, 13, 14 and 15.
-    3. [18 What Several Heads Buy](18-what-heads-buy.md), after chapters 15, 16 and 17.
+    1. [18 What Several Heads Buy](18-what-heads-buy.md), after chapters 15, 16 and 17.
+    2. [19 Heads That Work Together: Induction Heads](19-induction-heads.md), after chapters 10, 15 and 18.
+    3. [20 Heads That Look: a Vision Transformer on Real Handwritten Digits](20-vision-transformer.md), after chapters 6, 11 and 18.
     <BLANKLINE>
     """
 

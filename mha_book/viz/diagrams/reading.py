@@ -92,7 +92,7 @@ def reading_path() -> tuple[Figure, dict]:
         >>> (6, 10) in facts["needs"], facts["parts"]["positions"]
         (True, [14])
         >>> facts["layout"]
-        {'rows': 11, 'columns': 5, 'direction': 'top-to-bottom'}
+        {'rows': 12, 'columns': 5, 'direction': 'top-to-bottom'}
     """
     level = levels()
     slot = slots(level)
