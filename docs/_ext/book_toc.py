@@ -171,8 +171,8 @@ def expand(text: str, lang: str) -> str:
     Next:
     <BLANKLINE>
     1. [18 What Several Heads Buy](18-what-heads-buy.md), after chapters 15, 16 and 17.
-    2. [19 Heads That Work Together: Induction Heads](19-induction-heads.md), after chapters 10, 15 and 18.
-    3. [20 Heads That Look: a Vision Transformer on Real Handwritten Digits](20-vision-transformer.md), after chapters 6, 11 and 18.
+    2. [19 Heads That Work Together: Induction Heads](19-induction-heads.md), after chapters 15 and 18.
+    3. [20 Heads That Look: a Vision Transformer on Real Handwritten Digits](20-vision-transformer.md), after chapters 11 and 18.
     <BLANKLINE>
     """
 

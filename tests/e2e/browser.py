@@ -339,6 +339,7 @@ UI_LATIN_ALLOWED = {
     "GQA",
     "KV",
     "BERT",
+    "Transformer",  # 视觉 Transformer: the zh glossary keeps the name
     "API",
     "mha_book",
     "torch",
