@@ -23,10 +23,12 @@ READ = cell(
     "import sys\n"
     "warm = 'torch' in sys.modules  # before this page imports anything\n"
     "dynamo = 'torch._dynamo' in sys.modules\n"
+    "figure = 'matplotlib.figure' in sys.modules\n"
     "import os, torch, matplotlib, mha_book\n"
     "from mha_book import _digest\n"
     "print('warm', warm)\n"
     "print('dynamo', dynamo)\n"
+    "print('figure', figure)\n"
     "print('read', _digest._graph_at.cache_info().currsize > 0)\n"
     "print('dtype', torch.get_default_dtype())\n"
     "print('seed', torch.initial_seed())\n"
@@ -34,7 +36,12 @@ READ = cell(
     "print('env', os.environ.get('SPOILED'))\n"
     "print('linewidth', matplotlib.rcParams['lines.linewidth'])\n"
     "print('name', 'spoiled' in globals())\n"
-    "print('backend', matplotlib.get_backend())"
+    "print('backend', matplotlib.get_backend())\n"
+    "import matplotlib.pyplot as plt\n"
+    "plt.close(plt.figure())  # picks the backend, which hooks into the shell\n"
+    "from IPython import get_ipython\n"
+    "hooks = get_ipython().events.callbacks['post_execute']\n"
+    "print('hook', any(getattr(f, '__name__', '') == 'flush_figures' for f in hooks))"
 )
 TOC = "```{toctree}\n:glob:\n\n[0-9]*\n```\n"
 
@@ -53,7 +60,7 @@ def two_pages(repo, env=None):
     text = re.sub(r"<[^>]+>", "", html)
     return dict(
         re.findall(
-            r"^(warm|dynamo|read|dtype|seed|module|env|linewidth|name|backend) (.+)$",
+            r"^(warm|dynamo|figure|read|dtype|seed|module|env|linewidth|name|backend|hook) (.+)$",
             text,
             flags=re.M,
         )
@@ -72,6 +79,10 @@ def test_a_page_starts_clean_in_a_kernel_forked_from_the_zygote(scratch):
     assert seen["linewidth"] == "1.5"
     assert seen["name"] == "False"
     assert "inline" in seen["backend"]  # as ipykernel sets it in a fresh kernel
+    # pyplot (and the Figure class) came from the zygote, yet the inline
+    # backend hooks into this kernel's shell at the first figure, as in a
+    # fresh kernel.
+    assert seen["figure"] == "True" and seen["hook"] == "True"
 
 
 def test_without_the_zygote_every_page_starts_a_fresh_python(scratch):
@@ -80,3 +91,4 @@ def test_without_the_zygote_every_page_starts_a_fresh_python(scratch):
     assert seen["dynamo"] == "False" and seen["read"] == "False"
     assert seen["dtype"] == "torch.float32" and seen["module"] == "False"
     assert "inline" in seen["backend"]
+    assert seen["figure"] == "False" and seen["hook"] == "True"

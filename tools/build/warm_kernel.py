@@ -37,16 +37,24 @@ from pathlib import Path
 
 ZYGOTE_ENV = "MHA_BOOK_ZYGOTE"  # the zygote's socket, set for the kernels
 # What the zygote imports once, for every page: the imports a page's first
-# cell and the kernel itself make, and torch._dynamo, which a torch optimizer
-# imports on its first step (about 2.7 s of every page that trains). (Not
-# pyplot: the kernel picks its backend.)
+# cell and the kernel itself make; torch._dynamo, which a torch optimizer
+# imports on its first step (about 2.7 s of every page that trains);
+# matplotlib.pyplot (0.65 s of every page that draws; importing it picks no
+# backend: the first figure does, in the kernel, with MPLBACKEND set below);
+# and the kernel's shell and debugger classes, which the kernel would
+# otherwise import while it starts (0.2 s of every page, mostly debugpy).
+# (Not matplotlib_inline's backend: on import it hooks into the IPython shell
+# it finds, and the zygote has none.)
 PRELOAD = (
     "torch",
     "torch._dynamo",
     "numpy",
     "matplotlib",
+    "matplotlib.pyplot",
     "IPython",
     "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.debugger",
 )
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
