@@ -19,10 +19,12 @@ side, P = G·G patches.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from dataclasses import dataclass
 from importlib import resources
 
+import numpy
 import torch
 
 from mha_book._checks import check_positive_int, check_rank, check_tensor, fmt_shape
@@ -92,8 +94,8 @@ def load_digits(part: str = "train") -> Digits:
     if part not in ("train", "test", "all"):
         raise ValueError(f"part must be 'train', 'test' or 'all', got {part!r}")
     text = gzip.decompress((_folder() / "digits.csv.gz").read_bytes()).decode("ascii")
-    values = [int(v) for v in text.replace("\n", ",").strip(",").split(",")]
-    rows = torch.tensor(values).reshape(-1, SIDE * SIDE + 1)  # (N, 64 pixels + digit)
+    table = numpy.loadtxt(io.StringIO(text), delimiter=",", dtype=numpy.int64, ndmin=2)
+    rows = torch.from_numpy(table)  # (N, 64 pixels + digit)
     images = rows[:, :-1].reshape(-1, SIDE, SIDE).float() / LEVELS  # (N, 8, 8)
     labels = rows[:, -1].long()  # (N,)
     split = json.loads((_folder() / "split.json").read_text(encoding="utf-8"))

@@ -36,11 +36,15 @@ __all__ = [
 ]
 
 TASK = InductionTask(vocab_size=16, seq_len=24, segment_len=8)
-EMBED_DIM = 64
+#: Model dim E: at 48 every seed's two-layer model forms its induction heads
+#: within BUDGET, in about 80 % of the time E = 64 takes (which does too); at 32
+#: no seed did within 200 steps of 64 sequences.
+EMBED_DIM = 48
 NUM_HEADS = 2
 SEEDS = (0, 1, 2)
 #: The steps, batch, peak learning rate and snapshot interval of every run:
-#: the smallest budget at which every seed's two-layer model passed the knee.
+#: the smallest budget at which every seed's two-layer model passed the knee
+#: (at E = 48: with 300 steps one seed's repeat loss was still 1.9 nats).
 BUDGET = {"steps": 400, "batch_size": 32, "lr": 1e-2, "every": 20}
 
 
