@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 TASK = InductionTask(vocab_size=16, seq_len=24, segment_len=8)
-#: Model dim E: at 48 every seed's two-layer model forms its induction heads
-#: within BUDGET, in about 80 % of the time E = 64 takes (which does too); at 32
-#: no seed did within 200 steps of 64 sequences.
+#: The model dim E. At 48 every seed's two-layer model forms its induction
+#: heads within BUDGET, in about 80 % of the time E = 64 takes (which does
+#: too); at 32 no seed did within 200 steps of 64 sequences.
 EMBED_DIM = 48
 NUM_HEADS = 2
 SEEDS = (0, 1, 2)
