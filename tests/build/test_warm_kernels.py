@@ -79,7 +79,7 @@ def test_a_page_starts_clean_in_a_kernel_forked_from_the_zygote(scratch):
     assert seen["linewidth"] == "1.5"
     assert seen["name"] == "False"
     assert "inline" in seen["backend"]  # as ipykernel sets it in a fresh kernel
-    # pyplot (and the Figure class) came from the zygote, yet the inline
+    # The Figure class came from the zygote, yet the inline
     # backend hooks into this kernel's shell at the first figure, as in a
     # fresh kernel.
     assert seen["figure"] == "True" and seen["hook"] == "True"

@@ -39,8 +39,9 @@ ZYGOTE_ENV = "MHA_BOOK_ZYGOTE"  # the zygote's socket, set for the kernels
 # What the zygote imports once, for every page: the imports a page's first
 # cell and the kernel itself make; torch._dynamo, which a torch optimizer
 # imports on its first step (about 2.7 s of every page that trains);
-# matplotlib.pyplot (0.65 s of every page that draws; importing it picks no
-# backend: the first figure does, in the kernel, with MPLBACKEND set below);
+# matplotlib.figure (0.5 s of every page that draws: the book draws bare
+# Figures, never through pyplot, which stays the kernel's to import and
+# to give its backend);
 # and the kernel's shell and debugger classes, which the kernel would
 # otherwise import while it starts (0.2 s of every page, mostly debugpy).
 # (Not matplotlib_inline's backend: on import it hooks into the IPython shell
@@ -50,7 +51,7 @@ PRELOAD = (
     "torch._dynamo",
     "numpy",
     "matplotlib",
-    "matplotlib.pyplot",
+    "matplotlib.figure",
     "IPython",
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
